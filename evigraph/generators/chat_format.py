@@ -1,0 +1,132 @@
+"""Token-exact rendering of a transcript: the one convention shared by inference, rollouts and SFT export.
+
+- Prompt segments (system/user messages) render through the tokenizer's chat template with the generation
+  prompt appended.
+- A policy segment contributes exactly the token ids the model generated (stop string included; a token that
+  ran past the stop string stays whole). Segments from text-only backends are tokenized as a fallback.
+- An environment segment renders as a **new user turn**: the assistant end-of-turn marker, the user header,
+  the content, the user end-of-turn marker and the next assistant header. The wrapper is derived from the
+  tokenizer's own chat template (so it matches what the template would print for that conversation), and
+  tokenized *separately* from the policy tokens, exactly as OpenRLHF's multi-turn executor does. If the
+  policy turn already ended with the end-of-sequence token (e.g. ``<|im_end|>``), that marker is not
+  repeated.
+
+The environment content must already be escaped (see :mod:`evigraph.protocol.escaping`); special-token
+text inside it would otherwise be tokenized as a special token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+from evigraph.errors import ConfigError
+from evigraph.trajectory import Segment
+
+__all__ = ("ChatFormat", "RenderedTranscript", "TokenizerLike")
+
+_ASSISTANT_SENTINEL = "\u2063EVIGRAPH_ASSISTANT\u2063"
+_ENV_SENTINEL = "\u2063EVIGRAPH_ENV\u2063"
+
+
+class TokenizerLike(Protocol):
+    """The slice of a Hugging Face tokenizer this module uses."""
+
+    eos_token: str | None
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, token_ids: Sequence[int], **kwargs: Any) -> str: ...
+
+
+@dataclass(frozen=True)
+class RenderedTranscript:
+    """The exact token sequence of a transcript and each segment's half-open span in it."""
+
+    token_ids: list[int]
+    spans: list[tuple[int, int]]
+
+    def action_ranges(self, segments: Sequence[Segment]) -> list[tuple[int, int]]:
+        return [span for span, seg in zip(self.spans, segments, strict=True) if seg.origin == "policy"]
+
+
+class ChatFormat:
+    """Renders transcripts for one tokenizer. Build once per model; methods are cheap (cached)."""
+
+    def __init__(self, tokenizer: TokenizerLike) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ConfigError("the tokenizer has no chat template; evigraph needs an instruct/chat model")
+        self.tokenizer = tokenizer
+        self.turn_close, self.turn_open = self._derive_environment_wrapper()
+        eos = tokenizer.eos_token or ""
+        # After an EOS-terminated policy turn the close marker would appear twice; strip it once.
+        self.turn_close_after_eos = self.turn_close[len(eos):] if eos and self.turn_close.startswith(eos) else self.turn_close
+        self._encode_cached = lru_cache(maxsize=4096)(self._encode)
+
+    def _derive_environment_wrapper(self) -> tuple[str, str]:
+        conversation = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": _ASSISTANT_SENTINEL},
+            {"role": "user", "content": _ENV_SENTINEL},
+        ]
+        rendered = self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        a = rendered.find(_ASSISTANT_SENTINEL)
+        e = rendered.find(_ENV_SENTINEL)
+        if a < 0 or e < a:
+            raise ConfigError("cannot derive the environment-turn wrapper from this chat template")
+        before_env = rendered[a + len(_ASSISTANT_SENTINEL) : e]
+        after_env = rendered[e + len(_ENV_SENTINEL) :]
+        return before_env, after_env
+
+    def _encode(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer.encode(text, add_special_tokens=False))
+
+    # -- text ---------------------------------------------------------------------------------------
+    def prompt_text(self, prompt: Sequence[Segment]) -> str:
+        messages = [{"role": s.chat_role, "content": s.text} for s in prompt]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def environment_text(self, content: str, *, after_eos: bool = False) -> str:
+        """The exact text appended for an environment turn (what OpenRLHF's ``environment_feedback`` gets)."""
+        close = self.turn_close_after_eos if after_eos else self.turn_close
+        return f"{close}{content}{self.turn_open}"
+
+    # -- tokens -------------------------------------------------------------------------------------
+    def render(self, transcript: Sequence[Segment]) -> RenderedTranscript:
+        """Exact token ids of ``transcript`` plus per-segment spans.
+
+        Prompt ids sit on the last prompt segment (earlier prompt segments get empty spans); policy segments
+        use their stored ``token_ids`` when present.
+        """
+        n_prompt = 0
+        while n_prompt < len(transcript) and transcript[n_prompt].origin == "prompt":
+            n_prompt += 1
+        if n_prompt == 0:
+            raise ConfigError("a transcript starts with prompt segments")
+        ids: list[int] = list(self._encode_cached(self.prompt_text(transcript[:n_prompt])))
+        spans: list[tuple[int, int]] = [(0, 0)] * (n_prompt - 1) + [(0, len(ids))]
+        previous: Segment | None = transcript[n_prompt - 1]
+        for segment in transcript[n_prompt:]:
+            start = len(ids)
+            if segment.origin == "policy":
+                ids.extend(segment.token_ids if segment.token_ids is not None else self._encode_cached(segment.text))
+            elif segment.origin == "environment":
+                after_eos = previous is not None and previous.origin == "policy" and previous.finish_reason == "eos"
+                ids.extend(self._encode_cached(self.environment_text(segment.text, after_eos=after_eos)))
+            else:
+                raise ConfigError("prompt segments must all come before policy/environment ones")
+            spans.append((start, len(ids)))
+            previous = segment
+        return RenderedTranscript(token_ids=ids, spans=spans)
+
+    def segment_token_ids(self, transcript: Sequence[Segment]) -> list[Segment]:
+        """A copy of ``transcript`` whose segments carry their exact token ids (for storage and SFT export)."""
+        rendered = self.render(transcript)
+        return [
+            seg.model_copy(update={"token_ids": rendered.token_ids[a:b]})
+            for seg, (a, b) in zip(transcript, rendered.spans, strict=True)
+        ]

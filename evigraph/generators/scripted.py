@@ -1,0 +1,128 @@
+"""A test double with real-backend semantics, for tests and for users who script an agent's replies.
+
+Replies come from a queue or from a function of the transcript. Stop strings behave as on the real backends
+(the reply is cut right after the first stop string, which stays in the text), ``max_new_tokens`` counts
+whitespace-delimited pieces, and an optional per-call delay simulates model latency without blocking the
+event loop -- which is what the rollout-concurrency benchmark measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from evigraph.errors import GeneratorError
+from evigraph.generators.base import BaseGenerator, Continuation, SamplingParams
+from evigraph.generators.chat_format import TokenizerLike
+from evigraph.trajectory import Segment
+
+__all__ = ("Reply", "ScriptedCall", "ScriptedGenerator")
+
+Reply = str | Callable[[list[Segment], SamplingParams], "str | Awaitable[str]"]
+_PIECE = re.compile(r"\s*\S+")
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One recorded call: what the graph sent."""
+
+    transcript: list[Segment]
+    params: SamplingParams
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str | None]:
+    best: tuple[int, str] | None = None
+    for stop in stops:
+        position = text.find(stop)
+        if position >= 0 and (best is None or position < best[0]):
+            best = (position, stop)
+    if best is None:
+        return text, None
+    return text[: best[0] + len(best[1])], best[1]
+
+
+def _cut_at_cap(text: str, max_new_tokens: int) -> tuple[str, bool]:
+    pieces = _PIECE.findall(text)
+    if len(pieces) <= max_new_tokens:
+        return text, False
+    return "".join(pieces[:max_new_tokens]), True
+
+
+class ScriptedGenerator(BaseGenerator):
+    """Replays scripted replies.
+
+    Args:
+        replies: a sequence consumed in order (each item a string or a function of
+            ``(transcript, params)``), or one function answering every call.
+        delay_s: simulated latency per call (``asyncio.sleep``; other runs proceed meanwhile).
+        tokenizer: if given, replies get real token ids (and fixed logprobs when asked for).
+        logprob: the log-probability reported for every generated token when ``params.logprobs``.
+        name: shown in traces and ``evigraph info``.
+
+    Raises (at call time):
+        GeneratorError: the queue is exhausted -- a test that expected fewer calls.
+    """
+
+    can_continue_policy = True
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] | Callable[[list[Segment], SamplingParams], str | Awaitable[str]],
+        *,
+        delay_s: float = 0.0,
+        tokenizer: TokenizerLike | None = None,
+        logprob: float = -0.05,
+        name: str = "scripted",
+    ) -> None:
+        if callable(replies):
+            self._function: Reply | None = replies
+            self._queue: deque[Reply] = deque()
+        else:
+            self._function = None
+            self._queue = deque(replies)
+        self.delay_s = delay_s
+        self.tokenizer = tokenizer
+        self.logprob = logprob
+        self.name = name
+        self.calls: list[ScriptedCall] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._queue)
+
+    async def _next_reply(self, transcript: list[Segment], params: SamplingParams) -> str:
+        reply = self._function
+        if reply is None:
+            if not self._queue:
+                raise GeneratorError(f"{self.name}: no scripted reply left for call {len(self.calls)}")
+            reply = self._queue.popleft()
+        if callable(reply):
+            produced = reply(transcript, params)
+            if inspect.isawaitable(produced):
+                produced = await produced
+            reply = produced
+        if not isinstance(reply, str):
+            raise GeneratorError(f"{self.name}: a scripted reply must be a string, got {type(reply).__name__}")
+        return reply
+
+    async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
+        self.calls.append(ScriptedCall(transcript=transcript, params=params))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        reply = await self._next_reply(transcript, params)
+        text, stop = _cut_at_stop(reply, params.stop)
+        text, capped = _cut_at_cap(text, params.max_new_tokens)
+        if capped:
+            finish, stop = "length", None
+        else:
+            finish = "stop" if stop else "eos"
+        token_ids = logprobs = None
+        if self.tokenizer is not None:
+            token_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+            if params.logprobs:
+                logprobs = [self.logprob] * len(token_ids)
+        return Continuation(text=text, finish_reason=finish, stop_string=stop, token_ids=token_ids, logprobs=logprobs)

@@ -1,0 +1,182 @@
+"""The records every graph returns, the trainer consumes and the evaluation runner stores.
+
+A :class:`Trajectory` is a run of one agent on one input: the transcript as :class:`Segment`\\ s (who wrote
+each piece: the prompt, the policy model or the environment), the agent's :class:`Step`\\ s with their token
+spans and typed rewards, the final output, and -- if the run failed -- the error. A failed rollout is data,
+not a crash: ``error`` is set and the other fields hold whatever was produced before the failure.
+
+All models round-trip through JSON (``model_dump_json`` / ``model_validate_json``); see
+:mod:`evigraph.jsonl` for files.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = (
+    "Evidence",
+    "Origin",
+    "RewardComponent",
+    "Segment",
+    "Step",
+    "Timing",
+    "Trajectory",
+    "TrajectoryError",
+)
+
+Origin = Literal["prompt", "policy", "environment"]
+"""Who wrote a segment. Only ``policy`` tokens are trained on; the rest are masked."""
+
+
+class Evidence(BaseModel):
+    """One retrieved entry, exactly as the corpus stores it (ids are what agents cite)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    source: str | None = None
+    """Corpus name or path the entry came from."""
+    score: float | None = None
+    """Retrieval score (BM25 etc.); ``None`` when the evidence was given, not retrieved."""
+
+
+class Segment(BaseModel):
+    """A contiguous piece of the transcript written by one party.
+
+    ``text`` is the content as the model saw it (environment text already escaped). ``token_ids`` are the
+    exact ids the model consumed or produced for this piece, including the chat-template wrapping of
+    environment turns, so the concatenation over all segments is the exact training sequence. Prompt
+    messages render jointly through the chat template, so their ids sit on the last prompt segment.
+    """
+
+    origin: Origin
+    text: str
+    role: Literal["system", "user"] | None = None
+    """Chat role of a prompt segment; policy segments are assistant turns, environment segments user turns."""
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    """Per-token log-probabilities of policy tokens, aligned with ``token_ids``."""
+    finish_reason: Literal["stop", "eos", "length"] | None = None
+    """How a policy segment ended: a stop string, the end-of-sequence token, or the token cap."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Segment:
+        if self.origin == "prompt" and self.role is None:
+            raise ValueError("a prompt segment needs role 'system' or 'user'")
+        if self.origin != "prompt" and self.role is not None:
+            raise ValueError(f"role is only set on prompt segments, not on {self.origin!r} segments")
+        if self.logprobs is not None and (self.token_ids is None or len(self.logprobs) != len(self.token_ids)):
+            raise ValueError("logprobs must align one-to-one with token_ids")
+        return self
+
+    @property
+    def chat_role(self) -> Literal["system", "user", "assistant"]:
+        """The chat role this segment renders as (the single transcript convention)."""
+        if self.origin == "policy":
+            return "assistant"
+        if self.origin == "environment":
+            return "user"
+        assert self.role is not None
+        return self.role
+
+
+class RewardComponent(BaseModel):
+    """One named reward value; the name is its log key (e.g. ``evidence_iou``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    value: float
+
+
+class Step(BaseModel):
+    """One agent step (a turn, a ``## Step N`` block, a checker stage ...).
+
+    ``segment_index`` points at the policy segment the step came from; ``token_span`` is the half-open
+    ``[start, end)`` range of that step's policy tokens in the full sequence (filled once token ids are
+    known). ``payload`` holds the agent's typed step record (dumped to a dict at this boundary).
+    """
+
+    index: int
+    kind: str
+    text: str
+    segment_index: int | None = None
+    token_span: tuple[int, int] | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    rewards: list[RewardComponent] = Field(default_factory=list)
+
+
+class Timing(BaseModel):
+    """Wall-clock accounting of one run, in seconds."""
+
+    started_at: float | None = None
+    """Unix time the run started."""
+    wall_s: float = 0.0
+    generate_s: float = 0.0
+    tools_s: float = 0.0
+    generated_tokens: int = 0
+
+
+class TrajectoryError(BaseModel):
+    """Why a run failed; ``where`` names the node or boundary (``generate``, ``search`` ...)."""
+
+    type: str
+    message: str
+    where: str | None = None
+
+
+class Trajectory(BaseModel):
+    """One run of one agent on one input."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    agent: str
+    input: dict[str, Any]
+    segments: list[Segment] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    output: dict[str, Any] | None = None
+    rewards: list[RewardComponent] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timing: Timing = Field(default_factory=Timing)
+    error: TrajectoryError | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    @property
+    def policy_text(self) -> str:
+        """Everything the policy wrote, in order (what format rewards read)."""
+        return "".join(s.text for s in self.segments if s.origin == "policy")
+
+    def reward(self, type: str) -> float | None:
+        """The value of the reward component named ``type``, or ``None`` if absent."""
+        for component in self.rewards:
+            if component.type == type:
+                return component.value
+        return None
+
+    def token_ids(self) -> list[int] | None:
+        """The exact token sequence, or ``None`` if some segment has no ids (a text-only backend)."""
+        ids: list[int] = []
+        for segment in self.segments:
+            if segment.token_ids is None:
+                return None
+            ids.extend(segment.token_ids)
+        return ids
+
+    def action_ranges(self) -> list[tuple[int, int]] | None:
+        """Half-open token ranges of policy segments in :meth:`token_ids` coordinates (the loss mask)."""
+        if self.token_ids() is None:
+            return None
+        ranges: list[tuple[int, int]] = []
+        position = 0
+        for segment in self.segments:
+            n = len(segment.token_ids or [])
+            if segment.origin == "policy":
+                ranges.append((position, position + n))
+            position += n
+        return ranges
