@@ -235,5 +235,5 @@ class BaseGenerator(abc.ABC):
         """Blocking wrapper for scripts and notebooks without a running event loop."""
         return asyncio.run(self.continue_transcript(transcript, params))
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 -- optional hook; most backends hold nothing to release
         """Release backend resources (engines, HTTP clients). Safe to call twice."""

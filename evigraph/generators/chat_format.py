@@ -64,7 +64,8 @@ class ChatFormat:
         self.turn_close, self.turn_open = self._derive_environment_wrapper()
         eos = tokenizer.eos_token or ""
         # After an EOS-terminated policy turn the close marker would appear twice; strip it once.
-        self.turn_close_after_eos = self.turn_close[len(eos):] if eos and self.turn_close.startswith(eos) else self.turn_close
+        drop_eos = bool(eos) and self.turn_close.startswith(eos)
+        self.turn_close_after_eos = self.turn_close[len(eos) :] if drop_eos else self.turn_close
         self._encode_cached = lru_cache(maxsize=4096)(self._encode)
 
     def _derive_environment_wrapper(self) -> tuple[str, str]:

@@ -72,10 +72,7 @@ def schema_instruction(schema: type[BaseModel]) -> str:
 
 
 def _repair_note(error: StructuredError) -> str:
-    return (
-        f"That reply could not be used: {error.message}. "
-        "Reply again with only the corrected JSON object."
-    )
+    return f"That reply could not be used: {error.message}. Reply again with only the corrected JSON object."
 
 
 def _with_instruction(transcript: Sequence[Segment], schema: type[BaseModel]) -> list[Segment]:
@@ -111,7 +108,9 @@ async def generate_structured(
             return StructuredResult[schema](value=parsed, raw=raw, attempts=attempts, guided=guided)
         error = parsed
         if continuation.finish_reason == "length":
-            error = StructuredError(kind="truncated", message=f"hit the token cap before the object closed; {error.message}")
+            error = StructuredError(
+                kind="truncated", message=f"hit the token cap before the object closed; {error.message}"
+            )
         segments = [
             *segments,
             continuation.to_segment(),

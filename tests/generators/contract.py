@@ -86,7 +86,11 @@ class GeneratorContract:
 
     async def test_multi_turn_transcript_with_environment_turn(self, generator: BaseGenerator) -> None:
         first = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=4))
-        transcript = [*PROMPT, first.to_segment(), Segment(origin="environment", text="<information>none</information>")]
+        transcript = [
+            *PROMPT,
+            first.to_segment(),
+            Segment(origin="environment", text="<information>none</information>"),
+        ]
         second = await generator.continue_transcript(transcript, SamplingParams(max_new_tokens=4))
         assert isinstance(second.text, str)
 
@@ -105,7 +109,9 @@ class GeneratorContract:
         assert len(results) == 6
         assert all(isinstance(r.text, str) for r in results)
 
-    async def test_unsupported_guide_is_a_config_error(self, generator: BaseGenerator, capabilities: Capabilities) -> None:
+    async def test_unsupported_guide_is_a_config_error(
+        self, generator: BaseGenerator, capabilities: Capabilities
+    ) -> None:
         for kind, guide in (("json", Guide.json(Verdict)), ("regex", Guide.pattern(r"(yes|no)"))):
             params = SamplingParams(max_new_tokens=4, guide=guide)
             if kind in capabilities.guides:

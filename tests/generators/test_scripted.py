@@ -49,7 +49,7 @@ async def test_structured_repairs_once_then_reports_a_typed_error() -> None:
     assert [s.origin for s in repair_transcript[-2:]] == ["policy", "environment"]
     assert "no JSON object" in repair_transcript[-1].text
 
-    bad = ScriptedGenerator(['{"label": 3}', "```json\n{\"label\": \"X\"}\n```"])
+    bad = ScriptedGenerator(['{"label": 3}', '```json\n{"label": "X"}\n```'])
     failed = await bad.structured(PROMPT, Verdict)
     assert not failed.ok and failed.error is not None and failed.error.kind == "schema_mismatch"
     assert "confidence" in failed.error.message

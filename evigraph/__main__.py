@@ -1,0 +1,3 @@
+from evigraph.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``evigraph`` command line (typer + rich). Library code never prints; this package renders."""

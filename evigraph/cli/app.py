@@ -1,0 +1,250 @@
+"""The ``evigraph`` command line. Commands parse flags, call the library, and render; nothing more.
+
+Built-in commands: ``info``, ``setup``, ``generate``. Agent commands are plumbed through the registry:
+``evigraph eval|score|reward|filter AGENT ...`` hand the remaining arguments to that agent's hook, and each
+agent's verb (``verify``, ``check``, ``detect``, ``attribute``, ``rank``) becomes a top-level command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+from rich.table import Table
+
+from evigraph.cli.options import (
+    ConfigOpt,
+    ConstrainedOpt,
+    MaxNewTokensOpt,
+    ModelOpt,
+    NumThreadsOpt,
+    SeedOpt,
+    TemperatureOpt,
+    TopPOpt,
+    generator_overrides,
+)
+from evigraph.config import Settings, load_settings
+from evigraph.errors import EvigraphError
+
+__all__ = ("app", "build_app", "main")
+
+console = Console()
+err_console = Console(stderr=True)
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _settings(config: Path | None, **overrides: Any) -> Settings:
+    return load_settings(overrides, config_path=config)
+
+
+def _configure_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(
+        level=level, format="%(message)s", handlers=[RichHandler(console=err_console, show_path=False)], force=True
+    )
+
+
+def info(
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Show versions, which optional pieces are installed or missing, and the registered agents."""
+    from evigraph.diagnostics import collect_diagnostics
+
+    report = collect_diagnostics(_settings(config))
+    if as_json:
+        console.print_json(report.model_dump_json())
+        return
+    console.print(f"[bold]evigraph[/] {report.evigraph_version} · Python {report.python} · {report.platform}")
+    console.print(f"CPU cores: {report.cpu_count} · config file: {report.config_file or 'none'}")
+    table = Table("package", "version", "needed for", "if missing", title="Dependencies")
+    for package in report.packages:
+        shown = package.version or "[red]missing[/]"
+        hint = "" if package.version else escape(package.install_hint)
+        table.add_row(package.name, shown, escape(package.needed_for), hint)
+    console.print(table)
+    model = report.embedded_model
+    if "error" in model:
+        console.print(f"Embedded model: [red]{escape(str(model['error']))}[/]")
+    else:
+        console.print("Embedded model: " + escape(", ".join(f"{k}={v}" for k, v in model.items())))
+    agents = Table("agent", "verb", "hooks", "description", title="Registered agents")
+    for agent in report.agents:
+        agents.add_row(agent.name, agent.verb or "", ", ".join(agent.hooks), escape(agent.description))
+    for name, error in report.broken_agents.items():
+        agents.add_row(name, "", "", f"[red]failed to load: {escape(error)}[/]")
+    if not report.agents and not report.broken_agents:
+        agents.add_row("(none yet)", "", "", "agents register through the 'evigraph.agents' entry-point group")
+    console.print(agents)
+    console.print(f"Generator: {report.settings['generator']['model']}")
+
+
+def setup(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the steps.")] = False,
+    model_cache: Annotated[
+        bool, typer.Option("--model-cache/--no-model-cache", help="Dequantise the default model now.")
+    ] = True,
+    config: ConfigOpt = None,
+) -> None:
+    """Install the pieces pip cannot (no-deps packages) and warm the default model's cache. Idempotent."""
+    from evigraph.setup_steps import run_step, setup_steps
+
+    settings = _settings(config)
+    steps = setup_steps(model_cache=model_cache, cache_dir=settings.cache_dir / "models")
+    for number, step in enumerate(steps, start=1):
+        label = f"[{number}/{len(steps)}] {step.name}"
+        if dry_run:
+            console.print(f"{label}\n    {step.describe()}")
+            continue
+        started = time.perf_counter()
+        with console.status(label):
+            run_step(step)
+        console.print(f"{label}: [green]done[/] ({time.perf_counter() - started:.1f} s)")
+
+
+def generate(
+    prompt: Annotated[str, typer.Argument(help="The user message.")],
+    system: Annotated[str | None, typer.Option("--system", help="A system message.")] = None,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    max_new_tokens: MaxNewTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
+    seed: SeedOpt = None,
+    num_threads: NumThreadsOpt = None,
+    constrained: ConstrainedOpt = None,
+) -> None:
+    """Generate one reply with the configured model (a demo of the backend plumbing)."""
+    from evigraph.generators.factory import make_generator, sampling_params
+    from evigraph.trajectory import Segment
+
+    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads, constrained)
+    settings = _settings(config, **overrides)
+    with console.status(f"loading {settings.generator.model} ..."):
+        started = time.perf_counter()
+        generator = make_generator(settings.generator)
+        load_s = time.perf_counter() - started
+    transcript = [Segment(origin="prompt", role="system", text=system)] if system else []
+    transcript.append(Segment(origin="prompt", role="user", text=prompt))
+    started = time.perf_counter()
+    with console.status("generating ..."):
+        result = asyncio.run(generator.continue_transcript(transcript, sampling_params(settings.generator)))
+    seconds = time.perf_counter() - started
+    console.print(result.text, markup=False, highlight=False)
+    n_tokens = len(result.token_ids) if result.token_ids is not None else None
+    rate = f", {n_tokens / seconds:.1f} tok/s" if n_tokens and seconds > 0 else ""
+    err_console.print(
+        f"[dim]{generator.name}: load {load_s:.1f} s, generate {seconds:.1f} s"
+        f"{f', {n_tokens} tokens' if n_tokens is not None else ''}{rate}, finish={result.finish_reason}[/]"
+    )
+
+
+def _dispatch(hook: str, agent_name: str | None, args: list[str]) -> None:
+    """Run ``agent_name``'s ``hook`` as a command over ``args`` (its own flags and ``--help``)."""
+    from evigraph.registry import get_agent, load_agents
+
+    if agent_name is None or agent_name in {"--help", "-h"}:
+        agents, _ = load_agents()
+        providing = [name for name, spec in agents.items() if hook in spec.hooks]
+        console.print(f"Usage: evigraph {hook} AGENT [OPTIONS]  (AGENT --help for its options)")
+        console.print(f"Agents with a {hook!r} hook: {', '.join(providing) or 'none registered'}")
+        if agent_name is None:
+            raise typer.Exit(2)
+        return
+    function = get_agent(agent_name).hook(hook)
+    sub = typer.Typer(add_completion=False)
+    sub.command(name=agent_name)(function)
+    command = typer.main.get_command(sub)
+    command.main(args=args, prog_name=f"evigraph {hook} {agent_name}", standalone_mode=False)
+
+
+def _hook_command(hook: str, help_text: str) -> Any:
+    def command(ctx: typer.Context, agent: Annotated[str | None, typer.Argument()] = None) -> None:
+        _dispatch(hook, agent, list(ctx.args))
+
+    command.__doc__ = help_text
+    return command
+
+
+def _verb_command(verb: str, agent_name: str) -> Any:
+    def command(ctx: typer.Context) -> None:
+        _dispatch("run", agent_name, list(ctx.args))
+
+    command.__doc__ = f"Run the {agent_name} agent (`evigraph {verb} --help` for its options)."
+    return command
+
+
+def build_app() -> typer.Typer:
+    """The CLI, with one verb command per registered agent that claims a verb."""
+    from evigraph.registry import load_agents
+
+    application = typer.Typer(
+        name="evigraph",
+        help="Pluggable tool-using verifier agents: run, evaluate, score and train them.",
+        add_completion=False,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+
+    @application.callback()
+    def _root(
+        verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="-v info, -vv debug.")] = 0,
+    ) -> None:
+        _configure_logging(verbose)
+
+    application.command()(info)
+    application.command()(setup)
+    application.command()(generate)
+    hooks = {
+        "eval": "Evaluate an agent over a data file (resumable).",
+        "score": "Score predictions against gold records and print the report JSON.",
+        "reward": "Compute per-record reward components as JSONL.",
+        "filter": "Keep the training samples a teacher gets exactly right.",
+    }
+    for hook, help_text in hooks.items():
+        application.command(name=hook, context_settings=_PASS_THROUGH)(_hook_command(hook, help_text))
+    agents, _ = load_agents()
+    claimed: set[str] = set()
+    for spec in agents.values():
+        if spec.verb and "run" in spec.hooks and spec.verb not in claimed:
+            claimed.add(spec.verb)
+            application.command(name=spec.verb, context_settings=_PASS_THROUGH)(_verb_command(spec.verb, spec.name))
+    return application
+
+
+app = build_app()
+
+
+def main() -> None:
+    """Console entry point: library errors become one red line and exit code 2, not a traceback."""
+    try:
+        exit_code = app(standalone_mode=False)
+    except EvigraphError as error:
+        err_console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except Exception as error:  # click usage errors carry their own exit codes
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(error.exit_code)
+        raise
+    sys.exit(exit_code if isinstance(exit_code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()
