@@ -121,7 +121,8 @@ class Continuation(BaseModel):
             origin="policy",
             text=self.text,
             token_ids=self.token_ids,
-            logprobs=self.logprobs,
+            # Text backends return logprobs without ids; a segment keeps them only when they can be aligned.
+            logprobs=self.logprobs if self.token_ids is not None else None,
             finish_reason=self.finish_reason,
         )
 

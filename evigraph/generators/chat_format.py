@@ -63,6 +63,9 @@ class ChatFormat:
         self.tokenizer = tokenizer
         self.turn_close, self.turn_open = self._derive_environment_wrapper()
         eos = tokenizer.eos_token or ""
+        self._eos_text = eos
+        eos_id = getattr(tokenizer, "eos_token_id", None)
+        self._eos_ids = frozenset({eos_id} if isinstance(eos_id, int) else set())
         # After an EOS-terminated policy turn the close marker would appear twice; strip it once.
         drop_eos = bool(eos) and self.turn_close.startswith(eos)
         self.turn_close_after_eos = self.turn_close[len(eos) :] if drop_eos else self.turn_close
@@ -82,6 +85,15 @@ class ChatFormat:
         before_env = rendered[a + len(_ASSISTANT_SENTINEL) : e]
         after_env = rendered[e + len(_ENV_SENTINEL) :]
         return before_env, after_env
+
+    def _ends_with_eos(self, segment: Segment) -> bool:
+        """Whether a policy turn already ends with the end-of-sequence token (then its close marker is not repeated).
+
+        Decided by content, not ``finish_reason``: a text-only backend reports "eos" without the marker text.
+        """
+        if segment.token_ids:
+            return segment.token_ids[-1] in self._eos_ids
+        return bool(self._eos_text) and segment.text.endswith(self._eos_text)
 
     def _encode(self, text: str) -> tuple[int, ...]:
         return tuple(self.tokenizer.encode(text, add_special_tokens=False))
@@ -116,7 +128,9 @@ class ChatFormat:
             if segment.origin == "policy":
                 ids.extend(segment.token_ids if segment.token_ids is not None else self._encode_cached(segment.text))
             elif segment.origin == "environment":
-                after_eos = previous is not None and previous.origin == "policy" and previous.finish_reason == "eos"
+                if previous is not None and previous.origin == "environment":
+                    raise ConfigError("merge consecutive environment segments into one segment")
+                after_eos = previous is not None and previous.origin == "policy" and self._ends_with_eos(previous)
                 ids.extend(self._encode_cached(self.environment_text(segment.text, after_eos=after_eos)))
             else:
                 raise ConfigError("prompt segments must all come before policy/environment ones")

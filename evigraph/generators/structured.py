@@ -32,12 +32,12 @@ def extract_json_object(text: str) -> dict[str, Any] | StructuredError:
     """The JSON object in ``text``: the last fenced block that holds one, else the first decodable ``{...}``."""
     for block in reversed(_FENCE.findall(text)):
         try:
-            value = json.loads(block)
+            value = json.loads(block, strict=False)
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # guided JSON may hold raw tabs/newlines in strings
     starts = [m.start() for m in re.finditer(r"\{", text)][:_MAX_START_POSITIONS]
     last_error: json.JSONDecodeError | None = None
     for start in starts:
