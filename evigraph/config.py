@@ -52,6 +52,9 @@ class GeneratorConfig(BaseModel):
     """torch CPU threads; default 1 on machines with at most 2 cores."""
     constrained: bool = False
     """Force protocol grammars / JSON schemas while decoding (transformers backend, inference only)."""
+    vllm_engine: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Extra ``AsyncEngineArgs`` for ``vllm:DIR`` models (config file ``[generator.vllm_engine]``), e.g.
+    ``dtype``, ``max_model_len``, ``gpu_memory_utilization``."""
 
 
 class Settings(BaseModel):

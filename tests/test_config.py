@@ -54,3 +54,8 @@ def test_errors_name_the_offending_source(
 ) -> None:
     with pytest.raises(ConfigError, match=expected):
         load_settings(overrides, env=env, config_path=_file(tmp_path, file_text))
+
+
+def test_vllm_engine_table_reaches_the_settings(tmp_path: Path) -> None:
+    config = _file(tmp_path, '[generator]\nmodel = "vllm:/models/q"\n[generator.vllm_engine]\nmax_model_len = 4096\n')
+    assert load_settings(env={}, config_path=config).generator.vllm_engine == {"max_model_len": 4096}

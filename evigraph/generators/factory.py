@@ -101,7 +101,7 @@ def make_generator(config: GeneratorConfig) -> BaseGenerator:
     if spec.kind == "vllm":
         from evigraph.generators.vllm import VLLMGenerator
 
-        return VLLMGenerator(spec.target)
+        return VLLMGenerator(spec.target, engine_kwargs=dict(config.vllm_engine))
     if spec.kind == "openai":
         from evigraph.generators.openai_compat import OpenAICompatibleGenerator
 
