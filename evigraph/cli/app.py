@@ -99,7 +99,10 @@ def setup(
     from evigraph.setup_steps import run_step, setup_steps
 
     settings = _settings(config)
-    steps = setup_steps(model_cache=model_cache, cache_dir=settings.cache_dir / "models")
+    from evigraph.generators.models import EMBEDDED_MODEL_NAME
+
+    model_dir = settings.cache_dir / "models" / EMBEDDED_MODEL_NAME
+    steps = setup_steps(model_cache=model_cache, cache_dir=model_dir)
     for number, step in enumerate(steps, start=1):
         label = f"[{number}/{len(steps)}] {step.name}"
         if dry_run:
