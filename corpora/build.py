@@ -1,0 +1,185 @@
+"""Build a BM25 corpus: documents → entries → Pyserini ``JsonCollection`` → Lucene index + manifest.
+
+Layout of a built corpus directory::
+
+    manifest.json            source hash, counts, parameters, versions (a rebuild is skipped when equal)
+    collection/docs.jsonl    one {"id", "contents", "title", "doc_id"} per entry (Pyserini JsonCollection)
+    index/                   the Lucene index, raw JSON stored so search returns the exact text
+
+The index is written to a temporary folder and renamed into place, so a killed build never leaves an index
+that looks finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from evigraph.corpora.documents import read_documents
+from evigraph.corpora.entries import CorpusEntry, SentenceSplitter, entries_for, load_sentence_splitter
+from evigraph.errors import ConfigError
+
+__all__ = ("BuildParams", "Manifest", "build_corpus", "source_hash")
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+_BATCH = 2000
+
+
+class BuildParams(BaseModel):
+    """What changes the built corpus (part of the skip decision)."""
+
+    group_sentences: int | None = None
+    splitter: str | None = None
+
+
+class Manifest(BaseModel):
+    source: str
+    source_sha256: str
+    params: BuildParams
+    documents: int
+    entries: int
+    empty_documents: list[str]
+    versions: dict[str, str | None]
+    build_seconds: float
+    skipped: bool = False
+    """Set on the returned value (never stored) when an up-to-date build was reused."""
+
+
+def source_hash(path: Path) -> str:
+    """SHA-256 over the input file, or over every ``.txt`` file's relative path and bytes in a folder."""
+    digest = hashlib.sha256()
+    files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _write_index(collection: Path, index_dir: Path, entries_total: int, threads: int) -> None:
+    from evigraph.corpora.jvm import start_jvm
+
+    start_jvm()
+    from pyserini.index.lucene import LuceneIndexer
+
+    tmp = index_dir.with_name(index_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    indexer = LuceneIndexer(args=["-index", str(tmp), "-storeRaw"], threads=threads)
+    batch: list[dict[str, str]] = []
+    with collection.open(encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            batch.append({"id": record["id"], "contents": record["contents"], "title": record.get("title") or ""})
+            if len(batch) >= _BATCH:
+                indexer.add_batch_dict(batch)
+                batch = []
+    if batch:
+        indexer.add_batch_dict(batch)
+    indexer.close()
+    shutil.rmtree(index_dir, ignore_errors=True)
+    tmp.rename(index_dir)
+    logger.info("indexed %d entries into %s", entries_total, index_dir)
+
+
+def build_corpus(
+    source: str | Path,
+    out: str | Path,
+    *,
+    group_sentences: int | None = None,
+    splitter: SentenceSplitter | None = None,
+    splitter_name: str | None = None,
+    force: bool = False,
+    threads: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> Manifest:
+    """Build (or reuse) the corpus at ``out`` from ``source``.
+
+    Args:
+        source: JSONL, TSV or a folder of text files (see :mod:`corpora.documents`).
+        out: the corpus directory.
+        group_sentences: group every N consecutive sentences of a document into one entry.
+        splitter: sentence splitter (default: :func:`corpora.entries.load_sentence_splitter`).
+        splitter_name: recorded in the manifest when a custom ``splitter`` is passed.
+        force: rebuild even if the manifest says nothing changed.
+        threads: Lucene indexing threads.
+        on_progress: called with the number of documents read so far (for progress bars).
+
+    Raises:
+        ConfigError: bad parameters or input path. InputDataError: a bad or duplicate record.
+    """
+    source, out = Path(source), Path(out)
+    if group_sentences is not None and group_sentences < 1:
+        raise ConfigError(f"group_sentences must be ≥ 1, got {group_sentences}", source="--group-sentences")
+    if not source.exists():
+        raise ConfigError(f"input {source} does not exist")
+    digest = source_hash(source)
+    if group_sentences and splitter is None:
+        splitter, splitter_name = load_sentence_splitter()
+    params = BuildParams(group_sentences=group_sentences, splitter=splitter_name if group_sentences else None)
+    manifest_path = out / MANIFEST
+    if manifest_path.is_file() and (out / "index").is_dir() and not force:
+        previous = Manifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
+        if previous.source_sha256 == digest and previous.params == params:
+            logger.info("corpus at %s is up to date; skipping the build", out)
+            return previous.model_copy(update={"skipped": True})
+    started = time.perf_counter()
+    (out / "collection").mkdir(parents=True, exist_ok=True)
+    collection = out / "collection" / "docs.jsonl"
+    documents = entries = 0
+    empty: list[str] = []
+    seen_entries: set[str] = set()
+    with collection.open("w", encoding="utf-8") as handle:
+        for document in read_documents(source):
+            documents += 1
+            produced: list[CorpusEntry] = entries_for(document, group_sentences=group_sentences, splitter=splitter)
+            if not produced:
+                empty.append(document.id)
+            for entry in produced:
+                if entry.id in seen_entries:
+                    raise ConfigError(
+                        f"entry id {entry.id!r} (from {document.origin}) collides with another entry; "
+                        "document ids must not look like '<id>_sentence_<k>' of another document"
+                    )
+                seen_entries.add(entry.id)
+                handle.write(entry.model_dump_json() + "\n")
+                entries += 1
+            if on_progress is not None:
+                on_progress(documents)
+    if empty:
+        logger.warning("%d document(s) with empty text were left out: %s", len(empty), ", ".join(empty[:10]))
+    if entries == 0:
+        raise ConfigError(f"input {source} produced no entries (all {documents} documents are empty)")
+    _write_index(collection, out / "index", entries, threads)
+    manifest = Manifest(
+        source=str(source.resolve()),
+        source_sha256=digest,
+        params=params,
+        documents=documents,
+        entries=entries,
+        empty_documents=empty,
+        versions={name: _version(name) for name in ("evigraph", "pyserini", "spacy")},
+        build_seconds=round(time.perf_counter() - started, 3),
+    )
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(manifest_path)
+    return manifest

@@ -1,0 +1,105 @@
+"""Corpus building: input formats, sentence grouping and ids, manifest skip, bad-input errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from evigraph.corpora.documents import SourceDocument, read_documents
+from evigraph.corpora.entries import entries_for, load_sentence_splitter
+from evigraph.errors import ConfigError, InputDataError
+
+needs_java = pytest.mark.skipif(
+    importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
+    reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
+)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_three_input_formats(tmp_path: Path) -> None:
+    jsonl = _write(tmp_path / "a.jsonl", '{"id": "A", "title": "Alpha", "text": "x"}\n\n{"id": 7, "contents": "y"}\n')
+    assert [(d.id, d.title, d.text) for d in read_documents(jsonl)] == [("A", "Alpha", "x"), ("7", None, "y")]
+    tsv = _write(tmp_path / "b.tsv", "id\ttitle\ttext\nB\tBeta\tbody\n")
+    assert [(d.id, d.title, d.text) for d in read_documents(tsv)] == [("B", "Beta", "body")]
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    _write(folder / "sub" / "c.txt", "cee")
+    assert [d.id for d in read_documents(folder)] == ["sub/c"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("x.jsonl", '{"id": "a", "text": "t"}\n{"id": "b"}\n', r"x\.jsonl:2: field text \(or contents\)"),
+        ("x.jsonl", '{"id": "a", "text": "t"}\n{bad\n', r"x\.jsonl:2: not valid JSON"),
+        ("x.jsonl", '{"text": "t"}\n', r"x\.jsonl:1: field id"),
+        (
+            "x.jsonl",
+            '{"id": "a", "text": "t"}\n{"id": "a", "text": "u"}\n',
+            r"x\.jsonl:2: duplicate id 'a' \(first seen at .*x\.jsonl:1\)",
+        ),
+        ("x.tsv", "a\tb\tc\td\n", r"x\.tsv:1: expected 2 or 3 tab-separated columns, got 4"),
+    ],
+)
+def test_bad_input_names_file_and_line(tmp_path: Path, name: str, content: str, message: str) -> None:
+    with pytest.raises(InputDataError, match=message):
+        list(read_documents(_write(tmp_path / name, content)))
+
+
+def test_unsupported_input(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unsupported format"):
+        list(read_documents(_write(tmp_path / "x.csv", "a,b\n")))
+
+
+def test_grouping_uses_the_first_sentence_index_as_id() -> None:
+    doc = SourceDocument(id="Hog Island Light", text="S0. S1. S2. S3. S4.", origin="t")
+    entries = entries_for(doc, group_sentences=3, splitter=lambda t: [s + "." for s in t.rstrip(".").split(". ")])
+    assert [(e.id, e.contents) for e in entries] == [
+        ("Hog Island Light_sentence_0", "S0. S1. S2."),
+        ("Hog Island Light_sentence_3", "S3. S4."),
+    ]
+    assert entries_for(doc.model_copy(update={"text": "  "}), group_sentences=3, splitter=None) == []
+    assert entries_for(doc, group_sentences=None, splitter=None)[0].id == "Hog Island Light"
+
+
+def test_default_splitter_splits_sentences() -> None:
+    split, name = load_sentence_splitter()
+    assert name.startswith("spacy:")
+    assert split("The lamp was lit in 1853. It was rebuilt later.") == [
+        "The lamp was lit in 1853.",
+        "It was rebuilt later.",
+    ]
+
+
+@needs_java
+@pytest.mark.java
+def test_build_then_skip_then_rebuild(tmp_path: Path) -> None:
+    from evigraph.corpora.build import build_corpus
+
+    source = _write(
+        tmp_path / "wiki.jsonl",
+        json.dumps({"id": "Hog Island Light", "text": "A lighthouse. First lit in 1853. Rebuilt in 1896. Gone now."})
+        + "\n"
+        + json.dumps({"id": "Empty", "text": "   "})
+        + "\n",
+    )
+    out = tmp_path / "corpus"
+    manifest = build_corpus(source, out, group_sentences=3)
+    assert (manifest.documents, manifest.entries, manifest.empty_documents) == (2, 2, ["Empty"])
+    assert not manifest.skipped and (out / "index").is_dir()
+    lines = [json.loads(x) for x in (out / "collection" / "docs.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in lines] == ["Hog Island Light_sentence_0", "Hog Island Light_sentence_3"]
+    again = build_corpus(source, out, group_sentences=3)
+    assert again.skipped and again.source_sha256 == manifest.source_sha256
+    assert not build_corpus(source, out, group_sentences=2).skipped  # parameters changed
+    from pyserini.search.lucene import LuceneSearcher
+
+    hit = LuceneSearcher(str(out / "index")).search("first lit 1853", k=1)[0]
+    assert hit.docid == "Hog Island Light_sentence_0"

@@ -1,0 +1,130 @@
+"""BM25 search over a built corpus (Pyserini/Lucene), returning :class:`~evigraph.trajectory.Evidence`.
+
+One code path: :meth:`BM25Search.search` is ``batch_search([query], k)[0]``. Results cross the boundary as
+``Evidence`` (id, exact stored text, score, corpus name), so no Java object leaks out. The JVM starts in the
+constructor (never at import). :func:`render_information` turns hits into the ``[[id]]: text`` lines agents
+read, with the text escaped so a passage can never forge protocol tags or evidence lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from evigraph.errors import ConfigError, ToolError
+from evigraph.protocol.escaping import neutralize
+from evigraph.trajectory import Evidence
+
+__all__ = ("BM25Search", "SearchInput", "SearchTool", "render_information")
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class SearchTool(Protocol):
+    """What graphs need from a retriever (local index or remote server)."""
+
+    def search(self, query: str, k: int = 3) -> list[Evidence]: ...
+
+    def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]: ...
+
+
+class SearchInput(BaseModel):
+    """Arguments of the search tool as a model sees them."""
+
+    query: str = Field(description="What to look up, in a few keywords or a short sentence.")
+    k: int = Field(3, ge=1, le=50, description="How many entries to return.")
+
+
+def render_information(hits: Sequence[Evidence]) -> str:
+    """``[[id]]: text`` lines, one per hit, with ids and texts escaped (untrusted corpus content)."""
+    return "\n".join(f"[[{neutralize(hit.id)}]]: {neutralize(' '.join(hit.text.split()))}" for hit in hits)
+
+
+class BM25Search:
+    """BM25 over a Lucene index built by :func:`evigraph.corpora.build.build_corpus`.
+
+    Args:
+        index_dir: the corpus directory (holding ``index/``) or the index directory itself.
+        k1, b: BM25 parameters (Pyserini's defaults 0.9 / 0.4); changing them needs no re-index.
+        threads: Lucene threads for :meth:`batch_search`.
+        name: corpus name recorded on each ``Evidence.source``.
+
+    Raises:
+        ConfigError: no index at ``index_dir``. MissingDependencyError: Pyserini is not installed.
+    """
+
+    def __init__(
+        self, index_dir: str | Path, *, k1: float = 0.9, b: float = 0.4, threads: int = 1, name: str | None = None
+    ) -> None:
+        path = Path(index_dir)
+        if (path / "index").is_dir():
+            path = path / "index"
+        if not path.is_dir():
+            raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
+        if k1 <= 0 or not 0 <= b <= 1:
+            raise ConfigError(f"BM25 needs k1 > 0 and 0 ≤ b ≤ 1, got k1={k1}, b={b}")
+        from evigraph.corpora.jvm import start_jvm
+
+        start_jvm()
+        from pyserini.search.lucene import LuceneSearcher
+
+        self._lucene = LuceneSearcher(str(path))
+        self._lucene.set_bm25(k1, b)
+        self.k1, self.b, self.threads = k1, b, threads
+        self.name = name or path.parent.name
+        self._lock = threading.Lock()
+
+    def _evidence(self, docid: str, score: float) -> Evidence:
+        document = self._lucene.doc(docid)
+        raw = document.raw() if document is not None else None
+        if raw is None:
+            raise ToolError(f"entry {docid!r} has no stored text (the index was built without -storeRaw)")
+        record: dict[str, Any] = json.loads(raw)
+        return Evidence(id=docid, text=record.get("contents", ""), source=self.name, score=float(score))
+
+    def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]:
+        """Top-``k`` entries per query, in query order (empty queries get no hits)."""
+        if k < 1:
+            raise ConfigError(f"k must be ≥ 1, got {k}")
+        wanted = [(str(i), q) for i, q in enumerate(queries) if q.strip()]
+        results: dict[str, list[Evidence]] = {}
+        if wanted:
+            with self._lock:  # one searcher; Lucene's own threads parallelise the batch
+                hits = self._lucene.batch_search([q for _, q in wanted], [i for i, _ in wanted], k, self.threads)
+                results = {qid: [self._evidence(h.docid, h.score) for h in hits[qid]] for qid, _ in wanted}
+        return [results.get(str(i), []) for i in range(len(queries))]
+
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        return self.batch_search([query], k)[0]
+
+    async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
+        """:meth:`search` off the event loop (Lucene calls block)."""
+        return await asyncio.to_thread(self.search, query, k)
+
+    def as_langchain_tool(self) -> Any:
+        """A LangChain tool over this index, for host agents."""
+        from langchain_core.tools import StructuredTool
+
+        def run(query: str, k: int = 3) -> str:
+            try:
+                return render_information(self.search(query, k)) or "No entries matched."
+            except ToolError as error:  # a tool failure is an observation the model can read
+                return neutralize(f"Search failed: {error}")
+
+        return StructuredTool.from_function(
+            func=run,
+            name="search",
+            description=(
+                "Search the evidence corpus. Returns one line per entry as [[id]]: text. "
+                "Cite entries by their exact id in double brackets."
+            ),
+            args_schema=SearchInput,
+        )
