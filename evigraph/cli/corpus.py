@@ -1,0 +1,105 @@
+"""``evigraph corpus build|search|list|serve``: each flag is a parameter of the library call it makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+__all__ = ("corpus_app",)
+
+console = Console()
+corpus_app = typer.Typer(help="Build, search, list and serve BM25 corpora.", no_args_is_help=True)
+
+CorpusArg = Annotated[
+    str, typer.Argument(help="Corpus name (see `evigraph corpus list`), directory, or prebuilt:NAME.")
+]
+K1Opt = Annotated[float, typer.Option("--k1", help="BM25 k1.")]
+BOpt = Annotated[float, typer.Option("--b", help="BM25 b.")]
+
+
+def _count_documents(path: Path) -> int | None:
+    if path.is_dir():
+        return sum(1 for _ in path.rglob("*.txt"))
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+@corpus_app.command("build")
+def build(
+    source: Annotated[Path, typer.Argument(help="JSONL (id, text|contents, title?), TSV, or a folder of .txt files.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Corpus directory (default: the user cache, by --name).")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Register the corpus under this name.")] = None,
+    group_sentences: Annotated[
+        int | None, typer.Option("--group-sentences", help="Group every N sentences of a document into one entry.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if nothing changed.")] = False,
+    threads: Annotated[int, typer.Option("--threads", help="Lucene indexing threads.")] = 1,
+) -> None:
+    """Build a BM25 corpus (skipped when the source and parameters are unchanged)."""
+    from evigraph.corpora.build import build_corpus
+    from evigraph.corpora.registry import corpora_dir, register_corpus
+    from evigraph.errors import ConfigError
+
+    if out is None:
+        if name is None:
+            raise ConfigError("give --out DIR or --name NAME", source="corpus build")
+        out = corpora_dir() / name
+    total = _count_documents(source) if source.exists() else None
+    columns = (TextColumn("[bold]reading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("documents", total=total)
+        manifest = build_corpus(
+            source,
+            out,
+            group_sentences=group_sentences,
+            force=force,
+            threads=threads,
+            on_progress=lambda n: progress.update(task, completed=n),
+        )
+    if name is not None:
+        register_corpus(name, out)
+    state = "up to date (skipped)" if manifest.skipped else f"built in {manifest.build_seconds:.1f} s"
+    console.print(f"{escape(str(out))}: {manifest.entries} entries from {manifest.documents} documents, {state}")
+    if manifest.empty_documents:
+        console.print(f"[yellow]{len(manifest.empty_documents)} empty document(s) left out[/]")
+
+
+@corpus_app.command("search")
+def search(
+    corpus: CorpusArg,
+    query: Annotated[str, typer.Argument(help="The query.")],
+    k: Annotated[int, typer.Option("-k", "--k", help="Entries to return.")] = 3,
+    k1: K1Opt = 0.9,
+    b: BOpt = 0.4,
+) -> None:
+    """Search a corpus and print ranked [[id]]: text lines with scores."""
+    from evigraph.corpora.registry import resolve_corpus
+    from evigraph.tools.search import BM25Search
+
+    location = corpus if corpus.startswith("prebuilt:") else resolve_corpus(corpus)
+    hits = BM25Search(location, k1=k1, b=b, name=corpus).search(query, k)
+    if not hits:
+        console.print("no entries matched")
+    for rank, hit in enumerate(hits, start=1):
+        console.print(f"{rank}. ({hit.score:.3f}) [[{hit.id}]]: {hit.text}", markup=False, highlight=False)
+
+
+@corpus_app.command("list")
+def list_() -> None:
+    """List bundled and user-built corpora."""
+    from evigraph.corpora.registry import list_corpora
+
+    table = Table("name", "kind", "built", "entries", "path")
+    for info in list_corpora():
+        table.add_row(
+            info.name, info.kind, "yes" if info.built else "on first use", str(info.entries or ""), escape(info.path)
+        )
+    console.print(table)
