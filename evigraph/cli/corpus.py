@@ -103,3 +103,23 @@ def list_() -> None:
             info.name, info.kind, "yes" if info.built else "on first use", str(info.entries or ""), escape(info.path)
         )
     console.print(table)
+
+
+@corpus_app.command("serve")
+def serve(
+    corpus: CorpusArg,
+    host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    topk: Annotated[int, typer.Option("--topk", help="Entries per query when a request gives no topk.")] = 3,
+    k1: K1Opt = 0.9,
+    b: BOpt = 0.4,
+) -> None:
+    """Serve a corpus over HTTP with Search-R1's `POST /retrieve` API (concurrent requests are batched)."""
+    from evigraph.corpora.registry import resolve_corpus
+    from evigraph.tools.retrieval_server import serve as run_server
+    from evigraph.tools.search import BM25Search
+
+    location = corpus if corpus.startswith("prebuilt:") else resolve_corpus(corpus)
+    search_tool = BM25Search(location, k1=k1, b=b, name=corpus)
+    console.print(f"serving {escape(corpus)} on http://{host}:{port}/retrieve")
+    run_server(search_tool, host=host, port=port, default_topk=topk)

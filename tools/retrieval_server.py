@@ -1,0 +1,231 @@
+"""A Search-R1-compatible retrieval server over any :class:`~evigraph.tools.search.SearchTool`.
+
+Wire format (``search_r1/search/retrieval_server.py``, see research notes §2.1)::
+
+    POST /retrieve  {"queries": [str, ...], "topk": int | null, "return_scores": bool = false}
+    →               {"result": [[item, ...] per query]}
+
+An item is ``{"document": doc, "score": float}`` with ``return_scores``, else the bare ``doc``, where
+``doc = {"id", "contents", "title", "text"}``: ``contents`` is the stored text; ``title``/``text`` split it the
+way Search-R1's BM25 path does (first line without quotes / the rest) when it has more than one line, and are
+``""``/``contents`` otherwise. ``GET /health`` answers ``{"status": "ok"}``.
+
+Concurrent requests are batched: a single worker collects requests arriving within ``batch_window_s`` of the
+first (and any that queued while the previous batch ran), up to ``max_queries`` queries, runs one
+``search.batch_search`` with the largest ``topk`` in a worker thread (the event loop stays free), trims each
+request's hits to its own ``topk`` and answers every request. Upstream binds 0.0.0.0; we bind 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
+
+from evigraph.errors import ConfigError
+from evigraph.tools.search import SearchTool
+from evigraph.trajectory import Evidence
+
+__all__ = ("RetrieveRequest", "create_app", "document_of", "serve")
+
+logger = logging.getLogger(__name__)
+
+
+class RetrieveRequest(BaseModel):
+    """Body of ``POST /retrieve`` (Search-R1's ``QueryRequest``), strictly typed."""
+
+    model_config = ConfigDict(strict=True)
+
+    queries: list[StrictStr]
+    topk: StrictInt | None = None
+    """Hits per query; ``null`` or absent → the server's ``default_topk``."""
+    return_scores: StrictBool = False
+
+
+def document_of(hit: Evidence) -> dict[str, str]:
+    """Search-R1's ``doc`` for one hit: ``id``, ``contents`` (the stored text), ``title`` and ``text``."""
+    first, newline, rest = hit.text.partition("\n")
+    title, text = (first.strip('"'), rest) if newline else ("", hit.text)
+    return {"id": hit.id, "contents": hit.text, "title": title, "text": text}
+
+
+@dataclass
+class _Pending:
+    queries: list[str]
+    k: int
+    future: asyncio.Future[list[list[Evidence]]] = field(repr=False)
+
+
+class _Batcher:
+    """One worker task that turns queued requests into ``batch_search`` calls (started on first use)."""
+
+    def __init__(self, search: SearchTool, *, max_queries: int, window_s: float) -> None:
+        self.search, self.max_queries, self.window_s = search, max_queries, window_s
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._held: _Pending | None = None
+
+    async def submit(self, queries: list[str], k: int) -> list[list[Evidence]]:
+        if self._task is None or self._task.done():
+            self._queue = asyncio.Queue()
+            self._task = asyncio.create_task(self._run(self._queue), name="evigraph-retrieval-batcher")
+        assert self._queue is not None
+        future: asyncio.Future[list[list[Evidence]]] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Pending(queries, k, future))
+        return await future
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _collect(self, queue: asyncio.Queue[_Pending]) -> list[_Pending]:
+        batch = [self._held] if self._held is not None else [await queue.get()]
+        self._held = None
+        total = len(batch[0].queries)
+        deadline = asyncio.get_running_loop().time() + self.window_s
+        while total < self.max_queries:
+            try:
+                item = queue.get_nowait()  # whatever queued while the previous batch ran
+            except asyncio.QueueEmpty:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    break
+                try:
+                    item = await asyncio.wait_for(queue.get(), remaining)
+                except TimeoutError:
+                    break
+            if total + len(item.queries) > self.max_queries:
+                self._held = item  # first in the next batch, so order is kept
+                break
+            batch.append(item)
+            total += len(item.queries)
+        return batch
+
+    async def _run(self, queue: asyncio.Queue[_Pending]) -> None:
+        while True:
+            batch = [p for p in await self._collect(queue) if not p.future.done()]  # drop cancelled requests
+            if not batch:
+                continue
+            queries = [q for p in batch for q in p.queries]
+            try:
+                hits = await asyncio.to_thread(self.search.batch_search, queries, max(p.k for p in batch))
+                if len(hits) != len(queries):
+                    raise RuntimeError(f"batch_search returned {len(hits)} result lists for {len(queries)} queries")
+            except Exception as error:
+                logger.exception("batch_search failed for %d queries", len(queries))
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(error)
+                continue
+            start = 0
+            for p in batch:
+                if not p.future.done():
+                    p.future.set_result([h[: p.k] for h in hits[start : start + len(p.queries)]])
+                start += len(p.queries)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():  # also bounds chunked bodies that declare no length
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"request body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+def create_app(
+    search: SearchTool,
+    *,
+    default_topk: int = 3,
+    max_queries: int = 256,
+    max_query_chars: int = 2000,
+    max_topk: int = 50,
+    batch_window_s: float = 0.002,
+) -> FastAPI:
+    """A FastAPI app serving ``search`` with Search-R1's ``/retrieve`` shapes.
+
+    Args:
+        search: the retriever; its ``batch_search`` runs in a worker thread, one batch at a time.
+        default_topk: hits per query when a request's ``topk`` is null or absent (Search-R1's ``--topk``).
+        max_queries: most queries in one request (413 above), also the most in one batched call.
+        max_query_chars: longest query in characters (413 above).
+        max_topk: largest accepted ``topk`` (422 outside ``1..max_topk``).
+        batch_window_s: how long the batcher waits after a request for others to join its batch.
+
+    Raises:
+        ConfigError: a limit is out of range.
+    """
+    if not 1 <= default_topk <= max_topk or max_queries < 1 or max_query_chars < 1 or batch_window_s < 0:
+        raise ConfigError(
+            "need 1 ≤ default_topk ≤ max_topk, max_queries ≥ 1, max_query_chars ≥ 1 and batch_window_s ≥ 0, got "
+            f"default_topk={default_topk}, max_topk={max_topk}, max_queries={max_queries}, "
+            f"max_query_chars={max_query_chars}, batch_window_s={batch_window_s}"
+        )
+    # A JSON string may spend up to 6 bytes per character (\uXXXX escapes); the rest is room for the envelope.
+    max_body_bytes = max_queries * (6 * max_query_chars + 8) + 1024
+    batcher = _Batcher(search, max_queries=max_queries, window_s=batch_window_s)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await batcher.close()
+
+    app = FastAPI(title="evigraph retrieval server", lifespan=lifespan)
+    body_schema = {"content": {"application/json": {"schema": RetrieveRequest.model_json_schema()}}, "required": True}
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/retrieve", openapi_extra={"requestBody": body_schema})
+    async def retrieve(request: Request) -> JSONResponse:
+        body = await _read_body(request, max_body_bytes)
+        try:
+            parsed = RetrieveRequest.model_validate_json(body)
+        except ValidationError as error:
+            errors = error.errors(include_url=False, include_context=False)
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+        k = default_topk if parsed.topk is None else parsed.topk
+        if not 1 <= k <= max_topk:
+            raise HTTPException(422, f"topk must be between 1 and {max_topk}, got {k}")
+        if len(parsed.queries) > max_queries:
+            raise HTTPException(413, f"{len(parsed.queries)} queries exceed the limit of {max_queries} per request")
+        too_long = [i for i, q in enumerate(parsed.queries) if len(q) > max_query_chars]
+        if too_long:
+            raise HTTPException(
+                413, f"query {too_long[0]} has {len(parsed.queries[too_long[0]])} characters; limit {max_query_chars}"
+            )
+        if not parsed.queries:
+            return JSONResponse({"result": []})
+        try:
+            hits = await batcher.submit(parsed.queries, k)
+        except Exception as error:
+            raise HTTPException(500, f"search failed: {type(error).__name__}: {error}") from None
+        return JSONResponse({"result": [_items(per_query, parsed.return_scores) for per_query in hits]})
+
+    return app
+
+
+def _items(hits: Sequence[Evidence], with_scores: bool) -> list[object]:
+    if with_scores:
+        return [{"document": document_of(h), "score": h.score if h.score is not None else 0.0} for h in hits]
+    return [document_of(h) for h in hits]
+
+
+def serve(search: SearchTool, *, host: str = "127.0.0.1", port: int = 8000, default_topk: int = 3) -> None:
+    """Run :func:`create_app` under uvicorn until interrupted (loopback only unless ``host`` says otherwise)."""
+    import uvicorn
+
+    uvicorn.run(create_app(search, default_topk=default_topk), host=host, port=port, log_level="info")
