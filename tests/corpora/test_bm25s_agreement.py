@@ -12,7 +12,6 @@ left are scoring details (Lucene's lossy 1-byte length norms) and tie-breaking; 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import random
 import re
@@ -23,14 +22,9 @@ from typing import Any
 
 import pytest
 
-# find_spec, not importorskip: importing jnius would start the JVM with the wrong options.
-pytestmark = [
-    pytest.mark.java,
-    pytest.mark.skipif(
-        any(importlib.util.find_spec(name) is None for name in ("jnius", "pyserini", "bm25s")),
-        reason="needs Pyserini with its JVM bridge (evigraph setup) and bm25s",
-    ),
-]
+from tests.markers import requires
+
+pytestmark = [pytest.mark.java, requires("jnius", "pyserini", "bm25s")]
 
 K1, B = 0.9, 0.4
 N_QUERIES = 200

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,11 +10,7 @@ import pytest
 from evigraph.corpora.documents import SourceDocument, read_documents
 from evigraph.corpora.entries import entries_for, load_sentence_splitter
 from evigraph.errors import ConfigError, InputDataError
-
-needs_java = pytest.mark.skipif(
-    importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
-    reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
-)
+from tests.markers import requires_pyserini
 
 
 def _write(path: Path, text: str) -> Path:
@@ -78,7 +73,7 @@ def test_default_splitter_splits_sentences() -> None:
     ]
 
 
-@needs_java
+@requires_pyserini
 @pytest.mark.java
 def test_build_then_skip_then_rebuild(tmp_path: Path) -> None:
     from evigraph.corpora.build import build_corpus

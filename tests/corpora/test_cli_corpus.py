@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,14 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from evigraph.cli.app import build_app
+from tests.markers import requires_pyserini
 
-pytestmark = [
-    pytest.mark.java,
-    pytest.mark.skipif(
-        importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
-        reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
-    ),
-]
+pytestmark = [pytest.mark.java, requires_pyserini]
 runner = CliRunner()
 
 

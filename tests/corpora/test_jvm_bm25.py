@@ -6,21 +6,15 @@ Scores are checked against the Lucene BM25 formula computed by hand (k1 = 0.9, b
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-# find_spec, not importorskip: importing jnius would start the JVM with the wrong options.
-pytestmark = [
-    pytest.mark.java,
-    pytest.mark.skipif(
-        importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
-        reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
-    ),
-]
+from tests.markers import requires_pyserini
+
+pytestmark = [pytest.mark.java, requires_pyserini]
 
 DOCS = [
     {"id": "a", "contents": "red light red light harbor"},

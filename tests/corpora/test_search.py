@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,14 +10,9 @@ import pytest
 from evigraph.errors import ConfigError
 from evigraph.protocol.tags import VERI_R1_PROTOCOL
 from evigraph.trajectory import Evidence, Segment
+from tests.markers import requires_pyserini
 
-pytestmark = [
-    pytest.mark.java,
-    pytest.mark.skipif(
-        importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
-        reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
-    ),
-]
+pytestmark = [pytest.mark.java, requires_pyserini]
 
 DOCS = [
     {"id": "Hog Island Light", "text": "Hog Island Light was a lighthouse in Virginia. It was first lit in 1853."},

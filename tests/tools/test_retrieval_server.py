@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import socket
 import threading
@@ -23,6 +22,7 @@ from evigraph.errors import ConfigError, ToolError
 from evigraph.tools.remote_search import RemoteSearch
 from evigraph.tools.retrieval_server import create_app, serve
 from evigraph.trajectory import Evidence
+from tests.markers import requires_pyserini
 
 CORPUS = {
     "Hog Island Light": "Hog Island Light was a lighthouse in Virginia. It was first lit in 1853.",
@@ -30,11 +30,6 @@ CORPUS = {
     "Garden": '"Garden"\nA garden with roses and a stone wall.',
     "Island trivia": "Island trivia: Smith Island is in Virginia.",
 }
-
-requires_java = pytest.mark.skipif(
-    importlib.util.find_spec("jnius") is None or importlib.util.find_spec("pyserini") is None,
-    reason="Pyserini and its JVM bridge are not installed (evigraph setup)",
-)
 
 
 class DictSearch:
@@ -231,7 +226,7 @@ def bm25_url(bm25) -> Iterator[str]:
 
 
 @pytest.mark.java
-@requires_java
+@requires_pyserini
 @pytest.mark.parametrize("k", [1, 3])
 def test_bm25_over_http_equals_local_bm25(bm25, bm25_url: str, k: int) -> None:
     queries = ["Hog Island Light first lit", "roses wall", "", "Smith Island Virginia"]
