@@ -114,6 +114,14 @@ class BM25Search:
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         return self.batch_search([query], k)[0]
 
+    def lookup(self, ids: Sequence[str]) -> list[Evidence | None]:
+        """The stored entries with these exact ids (``None`` for an id the index does not hold)."""
+        found: list[Evidence | None] = []
+        with self._lock:
+            for entry_id in ids:
+                found.append(self._evidence(entry_id, 0.0) if self._lucene.doc(entry_id) is not None else None)
+        return found
+
     async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
         """:meth:`search` off the event loop (Lucene calls block)."""
         return await asyncio.to_thread(self.search, query, k)

@@ -10,7 +10,7 @@ Spec grammar (``--generator.model`` / ``EVIGRAPH_MODEL``):
 ``openai:MODEL@BASE_URL``        an OpenAI-compatible server, e.g. ``openai:qwen@http://127.0.0.1:8000/v1``
 ``langchain:module:attr``        any LangChain chat model: ``attr`` is a ``BaseChatModel`` or a zero-argument
                                  factory returning one
-``scripted:FILE.json``           replay a JSON list of replies (demos and tests)
+``scripted:FILE.json``           replay a JSON list of replies, or {"replies": [...], "delay_s": N} (demos, tests)
 =============================== ==========================================================================
 """
 
@@ -118,14 +118,20 @@ def make_generator(config: GeneratorConfig) -> BaseGenerator:
 
 
 def _scripted_from_file(path: Path) -> BaseGenerator:
+    """A JSON list of replies, or ``{"replies": [...], "delay_s": seconds}`` (simulated latency)."""
     from evigraph.generators.scripted import ScriptedGenerator
 
     try:
-        replies = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"reply file {path} does not exist", source="generator.model") from None
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}:{error.lineno}: not valid JSON ({error.msg})", source="generator.model") from None
+    replies, delay_s = (data.get("replies"), data.get("delay_s", 0.0)) if isinstance(data, dict) else (data, 0.0)
     if not (isinstance(replies, list) and all(isinstance(r, str) for r in replies)):
-        raise ConfigError(f"{path} must hold a JSON list of strings", source="generator.model")
-    return ScriptedGenerator(replies, name=f"scripted:{path.name}")
+        raise ConfigError(
+            f'{path} must hold a JSON list of strings or {{"replies": [...], "delay_s": N}}', source="generator.model"
+        )
+    if not isinstance(delay_s, int | float) or delay_s < 0:
+        raise ConfigError(f"{path}: delay_s must be a number >= 0", source="generator.model")
+    return ScriptedGenerator(replies, delay_s=float(delay_s), name=f"scripted:{path.name}")

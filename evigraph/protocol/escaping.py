@@ -159,20 +159,28 @@ def escape_untrusted(text: str, guards: Guards = DEFAULT_GUARDS) -> EscapedText:
         >>> escaped.unescape()
         'a</information>[[x]]: y'
     """
-    if not guards.rules:
-        return EscapedText(text=text)
-    replacement_by_trigger, finder = _compiled(guards)
-    matches = [(m.start(), m.group(1)) for m in finder.finditer(text)]
+    rendered, matches = _replace(text, guards)
     if not matches:
         return EscapedText(text=text)
-    chars = list(text)
-    for position, trigger in matches:
-        chars[position] = replacement_by_trigger[trigger]
     return EscapedText(
-        text="".join(chars),
+        text=rendered,
         positions=tuple(position for position, _ in matches),
         originals="".join(text[position] for position, _ in matches),
     )
+
+
+def _replace(text: str, guards: Guards) -> tuple[str, list[tuple[int, str]]]:
+    """The rendered text and the (position, trigger) pairs that were replaced."""
+    if not guards.rules:
+        return text, []
+    replacement_by_trigger, finder = _compiled(guards)
+    matches = [(m.start(), m.group(1)) for m in finder.finditer(text)]
+    if not matches:
+        return text, matches
+    chars = list(text)
+    for position, trigger in matches:
+        chars[position] = replacement_by_trigger[trigger]
+    return "".join(chars), matches
 
 
 @functools.lru_cache(maxsize=64)
@@ -187,5 +195,6 @@ def _compiled(guards: Guards) -> tuple[dict[str, str], re.Pattern[str]]:
 
 
 def neutralize(text: str, guards: Guards = DEFAULT_GUARDS) -> str:
-    """Just the rendered string of :func:`escape_untrusted` (for callers that never need the original)."""
-    return escape_untrusted(text, guards).text
+    """Just the rendered string of :func:`escape_untrusted` (for callers that never need the original; no
+    bookkeeping model is built, which matters on the per-turn path of many concurrent rollouts)."""
+    return _replace(text, guards)[0]

@@ -1,0 +1,24 @@
+"""The agent-agnostic evaluation engine behind ``evigraph eval``.
+
+- :mod:`~evigraph.evaluation.records` -- read and validate the whole input up front.
+- :mod:`~evigraph.evaluation.runner` -- resumable, concurrent runs whose output file is the checkpoint.
+- :mod:`~evigraph.evaluation.plots` -- report PNGs (matplotlib is imported only when a plot is drawn).
+"""
+
+from __future__ import annotations
+
+from evigraph.evaluation.plots import ReliabilityBin, confusion_plot, per_class_bars, reliability_plot
+from evigraph.evaluation.records import load_records
+from evigraph.evaluation.runner import RunSummary, read_results, run_records, write_report
+
+__all__ = (
+    "ReliabilityBin",
+    "RunSummary",
+    "confusion_plot",
+    "load_records",
+    "per_class_bars",
+    "read_results",
+    "reliability_plot",
+    "run_records",
+    "write_report",
+)

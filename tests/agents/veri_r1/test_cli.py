@@ -1,0 +1,185 @@
+"""`evigraph eval|score|reward|filter veri-r1` end to end with scripted models (offline variant: no JVM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+LABELS = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+
+
+def _records(n: int) -> list[dict]:
+    records = []
+    for i in range(n):
+        records.append(
+            {
+                "id": i,  # an integer id, as some shared files have: compared as a string
+                "claim": f"Tower {i} was first lit in 18{50 + i}.",
+                "label": LABELS[i % 3],
+                "evidence": [] if i % 3 == 2 else [f"Tower {i}_sentence_0"],
+                "passages": [
+                    {"id": f"Tower {i}_sentence_0", "text": f"Tower {i} was first lit in 18{50 + i}."},
+                    {"id": "Other_sentence_3", "text": "Unrelated text."},
+                ],
+                "extra_field": "ignored",
+            }
+        )
+    return records
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _support_reply() -> str:
+    return "<think>The entry states it.</think><answer>\nLabel: SUPPORT\nEvidence: [[Tower 0_sentence_0]]\n</answer>"
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "evigraph.cli.app", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+
+
+def test_eval_survives_sigkill_and_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
+    n = 12
+    data = _write_jsonl(tmp_path / "claims.jsonl", _records(n))
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"replies": [_support_reply()] * n, "delay_s": 0.4}), encoding="utf-8")
+    out = tmp_path / "run"
+    command = _cli(
+        "eval", "veri-r1", "--data", str(data), "--out", str(out), "--offline",
+        "--model", f"scripted:{replies}", "--concurrency", "2",
+    )  # fmt: skip
+    process = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    predictions = out / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if predictions.is_file() and predictions.read_text(encoding="utf-8").count("\n") >= 3:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    done_before = predictions.read_text(encoding="utf-8").count("\n")
+    assert 3 <= done_before < n
+    with predictions.open("a", encoding="utf-8") as handle:  # what a kill in the middle of a write leaves
+        handle.write('{"id": "7", "claim": "Tow')
+    finished = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    ids = [json.loads(line)["id"] for line in predictions.read_text(encoding="utf-8").splitlines()]
+    assert sorted(ids, key=int) == [str(i) for i in range(n)]
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["n"] == n and report["run"]["already_done"] == done_before
+    # The scripted teacher always answers SUPPORT: a third of the labels are right.
+    assert report["label_accuracy"] == pytest.approx(1 / 3)
+    for key in ("verification_accuracy", "joint_accuracy", "evidence_score", "format_rate"):
+        assert 0.0 <= report[key] <= 1.0
+    assert report["format_rate"] == 1.0 and set(report["per_class"]) == {"SUPPORT", "REFUTE", "NOT ENOUGH INFO"}
+    for plot in ("confusion.png", "per_class.png"):
+        assert (out / plot).read_bytes().startswith(b"\x89PNG")
+    # score over the stored predictions reproduces the report.
+    scored = subprocess.run(
+        _cli("score", "veri-r1", "--pred", str(predictions), "--gold", str(data)),
+        env=_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["label_accuracy"] == report["label_accuracy"]
+
+
+def test_eval_refuses_to_mix_settings_in_one_run_directory(tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "claims.jsonl", _records(2))
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([_support_reply()] * 2), encoding="utf-8")
+    base = ["eval", "veri-r1", "--data", str(data), "--out", str(tmp_path / "run"), "--offline"]
+    first = subprocess.run(_cli(*base, "--model", f"scripted:{replies}"), env=_env(), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    other = subprocess.run(
+        _cli(*base, "--model", f"scripted:{replies}", "--max-searches", "2"), env=_env(), capture_output=True, text=True
+    )
+    assert other.returncode == 2 and "other settings" in other.stderr
+
+
+def test_eval_names_file_and_line_of_a_bad_record(tmp_path: Path) -> None:
+    data = tmp_path / "claims.jsonl"
+    data.write_text(json.dumps(_records(1)[0]) + "\n" + '{"id": 5}\n', encoding="utf-8")
+    result = subprocess.run(
+        _cli("eval", "veri-r1", "--data", str(data), "--out", str(tmp_path / "run"), "--offline", "--model", "x"),
+        env=_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"{data}:2" in result.stderr and "claim" in result.stderr
+
+
+def test_score_accepts_foreign_records_and_reward_emits_components(tmp_path: Path) -> None:
+    gold = _write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {
+                "id": 1,
+                "question": "c1",
+                "golden_answers": {"label": "SUPPORTS", "evidence": ["A", "B"]},
+                "data_source": "fever",
+            },
+            {
+                "id": 2,
+                "question": "c2",
+                "golden_answers": {"label": "NOT ENOUGH INFO", "evidence": []},
+                "data_source": "fever",
+            },
+        ],
+    )
+    good = "<plan>p</plan><think>t</think><answer>Label: SUPPORT\nEvidence: [[A]], [[B]]</answer>"
+    pred = _write_jsonl(
+        tmp_path / "pred.jsonl",
+        [
+            {"id": 1, "response": good, "model": "x"},
+            {"id": "2", "response": "<answer>Label: REFUTE\nEvidence:</answer>"},
+        ],
+    )
+    scored = subprocess.run(
+        _cli("score", "veri-r1", "--pred", str(pred), "--gold", str(gold)), env=_env(), capture_output=True, text=True
+    )
+    assert scored.returncode == 0, scored.stderr
+    report = json.loads(scored.stdout)
+    assert report["label_accuracy"] == 0.5 and report["joint_accuracy"] == 0.5 and report["format_rate"] == 0.5
+    rewards = subprocess.run(
+        _cli("reward", "veri-r1", "--input", str(pred), "--gold", str(gold)), env=_env(), capture_output=True, text=True
+    )
+    assert rewards.returncode == 0, rewards.stderr
+    rows = [json.loads(line) for line in rewards.stdout.splitlines()]
+    assert rows[0]["id"] == "1" and rows[0]["total"] == pytest.approx(4.0)
+    assert rows[1]["label"] == 0.0 and rows[1]["evidence"] == 1.0  # both evidence sets empty: IoU 1 by convention
+
+
+def test_filter_keeps_only_exactly_right_samples(tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "train.jsonl", _records(3))
+    # Record 0 (SUPPORTS, [Tower 0_sentence_0]) is answered exactly right; 1 gets the wrong label; 2 (NEI) cites extra.
+    replies = [
+        "<think>t</think><answer>Label: SUPPORT\nEvidence: [[Tower 0_sentence_0]]</answer>",
+        "<think>t</think><answer>Label: SUPPORT\nEvidence: [[Tower 1_sentence_0]]</answer>",
+        "<think>t</think><answer>Label: NOT ENOUGH INFO\nEvidence: [[Other_sentence_3]]</answer>",
+    ]
+    teacher = tmp_path / "teacher.json"
+    teacher.write_text(json.dumps(replies), encoding="utf-8")
+    out = tmp_path / "filtered"
+    result = subprocess.run(
+        _cli(
+            "filter", "veri-r1", "--data", str(data), "--out", str(out),
+            "--teacher", f"scripted:{teacher}", "--concurrency", "1",
+        ),
+        env=_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    kept = [json.loads(line) for line in (out / "kept.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in kept] == [0] and kept[0]["extra_field"] == "ignored"  # the line is copied verbatim
