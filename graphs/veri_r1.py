@@ -26,6 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from evigraph.agents.veri_r1.actions import TurnAction, classify_turn, normalize_query
 from evigraph.agents.veri_r1.answer import parse_answer
 from evigraph.agents.veri_r1.confidence import label_token_probability
+from evigraph.agents.veri_r1.decoding import turn_regex
 from evigraph.agents.veri_r1.format_rules import check_format
 from evigraph.agents.veri_r1.labels import normalize_gold_label, normalize_id
 from evigraph.agents.veri_r1.prompts import (
@@ -40,7 +41,7 @@ from evigraph.agents.veri_r1.prompts import (
 from evigraph.agents.veri_r1.rewards import final_reward
 from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
 from evigraph.errors import ConfigError
-from evigraph.generators.base import Generator, SamplingParams
+from evigraph.generators.base import Generator, Guide, SamplingParams
 from evigraph.protocol.tags import VERI_R1_PROTOCOL
 from evigraph.text_budget import truncate_to_tokens
 from evigraph.tools.search import SearchTool, render_information
@@ -171,8 +172,17 @@ class _Nodes:
         if run.error is not None:  # a failed search: nothing to generate, the router finishes the run
             return {}
         started = time.perf_counter()
+        params = self.params
+        if self.config.constrained:
+            may_search = (
+                not self.offline and run.n_search < self.config.max_searches and run.n_turns + 1 < self.max_turns
+            )
+            regex = turn_regex(
+                first=run.n_turns == 0 and not self.offline, may_search=may_search, seen_ids=run.seen_ids
+            )
+            params = params.model_copy(update={"guide": Guide.pattern(regex)})
         try:
-            result = await self.generator.continue_transcript(run.transcript, self.params)
+            result = await self.generator.continue_transcript(run.transcript, params)
         except Exception as error:  # a failed rollout is data: record it and finish
             failure = TrajectoryError(type=type(error).__name__, message=str(error), where="generate")
             return {"progress": run._replace(error=failure)}
@@ -246,7 +256,7 @@ class _Nodes:
             "forged_information": forged_information_note(),
         }.get(kind, INVALID_ACTION_NOTE)
         if kind != "over_budget" and run.n_turns + 1 >= self.max_turns:
-            note += " " + answer_now_note()
+            note += " " + answer_now_note(after_search=False)
         return {
             "progress": run._replace(transcript=(*run.transcript, Segment(origin="environment", text=f"\n{note}\n")))
         }

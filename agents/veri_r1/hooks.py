@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from evigraph.cli.options import (
     ConfigOpt,
+    ConstrainedOpt,
     MaxNewTokensOpt,
     ModelOpt,
     NumThreadsOpt,
@@ -59,15 +60,19 @@ CompatOpt = Annotated[
 MaxSearchesOpt = Annotated[int, typer.Option("--max-searches", help="Search budget per claim.")]
 
 
-def _generator_and_sampling(config: Path | None, overrides: dict[str, Any]) -> tuple[Any, Any, int | None]:
-    """The generator, its sampling parameters and the per-turn cap when one was given on the command line."""
+def _settings(config: Path | None, overrides: dict[str, Any]) -> Any:
     from evigraph.config import load_settings
+
+    return load_settings(overrides, config_path=config)
+
+
+def _generator(settings: Any) -> tuple[Any, Any]:
+    """The configured generator and its sampling parameters."""
     from evigraph.generators.factory import make_generator, sampling_params
 
-    settings = load_settings(overrides, config_path=config)
     with err_console.status(f"loading {settings.generator.model} ..."):
         generator = make_generator(settings.generator)
-    return generator, sampling_params(settings.generator), overrides.get("generator.max_new_tokens")
+    return generator, sampling_params(settings.generator)
 
 
 def _search_tool(corpus: str | None, retriever_url: str | None) -> Any:
@@ -86,9 +91,12 @@ def _search_tool(corpus: str | None, retriever_url: str | None) -> Any:
         return BM25Search(resolve_corpus(corpus), name=corpus)
 
 
-def _config(max_new_tokens: int | None, **fields: Any) -> Any:
+def _config(settings: Any, overrides: dict[str, Any], **fields: Any) -> Any:
+    """The agent config: the per-turn cap only when given on the command line (else the spec's 512)."""
     from evigraph.agents.veri_r1.schemas import VeriR1Config
 
+    fields["constrained"] = settings.generator.constrained
+    max_new_tokens = overrides.get("generator.max_new_tokens")
     if max_new_tokens is not None:
         fields["max_new_tokens"] = fields["offline_max_new_tokens"] = max_new_tokens
     return VeriR1Config(**fields)
@@ -108,19 +116,17 @@ def run_command(
     top_p: TopPOpt = None,
     seed: SeedOpt = None,
     num_threads: NumThreadsOpt = None,
+    constrained: ConstrainedOpt = None,
 ) -> None:
     """Verify one claim online: print the label, the cited entries and the search trace."""
     from evigraph.graphs.veri_r1 import build_veri_r1_graph
 
     search = _search_tool(corpus or (None if retriever_url else "demo"), retriever_url)
-    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads)
-    generator, sampling, cap = _generator_and_sampling(config, overrides)
-    graph = build_veri_r1_graph(
-        generator,
-        search,
-        _config(cap, max_searches=max_searches, restrict_to_retrieved=restrict_to_retrieved),
-        sampling=sampling,
-    )
+    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads, constrained)
+    settings = _settings(config, overrides)
+    agent_config = _config(settings, overrides, max_searches=max_searches, restrict_to_retrieved=restrict_to_retrieved)
+    generator, sampling = _generator(settings)
+    graph = build_veri_r1_graph(generator, search, agent_config, sampling=sampling)
     with err_console.status("verifying ..."):
         state = asyncio.run(graph.ainvoke({"claim": claim}))
     trajectory, output = state["trajectory"], state["output"]
@@ -223,6 +229,7 @@ def eval_command(
     top_p: TopPOpt = None,
     seed: SeedOpt = None,
     num_threads: NumThreadsOpt = None,
+    constrained: ConstrainedOpt = None,
 ) -> None:
     """Verify every claim of --data (resumable: rerun the same command after an interruption)."""
     from evigraph.agents.veri_r1.evaluation import VeriR1Record, gold_of, score_predictions, write_plots
@@ -233,23 +240,20 @@ def eval_command(
     if offline and not all(c.passages for c in claims):
         missing = next(c.id for c in claims if not c.passages)
         raise ConfigError(f"--offline needs the entries in every record; record {missing!r} in {data} has none")
-    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads)
-    agent_config = _config(
-        overrides.get("generator.max_new_tokens"),
-        max_searches=max_searches,
-        restrict_to_retrieved=restrict_to_retrieved,
-    )
+    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads, constrained)
+    settings = _settings(config, overrides)
+    agent_config = _config(settings, overrides, max_searches=max_searches, restrict_to_retrieved=restrict_to_retrieved)
     run_config = {
         "agent": "veri-r1",
         "variant": "offline" if offline else "online",
         "data": str(data.resolve()),
         "corpus": corpus,
         "retriever_url": retriever_url,
-        "generator": overrides,
+        "generator": settings.generator.model_dump(mode="json", exclude={"num_threads"}),
         "config": agent_config.model_dump(mode="json"),
     }
     search = None if offline else _search_tool(corpus, retriever_url)
-    generator, sampling, _ = _generator_and_sampling(config, overrides)
+    generator, sampling = _generator(settings)
     if offline:
         graph = build_offline_graph(generator, agent_config, sampling=sampling)
     else:
@@ -389,8 +393,9 @@ def filter_command(
             raise ConfigError("some records carry no entries: give --corpus to build their offline context")
         claims = with_offline_context(claims, _search_tool(corpus, None), seed=sample_seed or 0)
     overrides = generator_overrides(teacher, max_new_tokens, None, None, None, num_threads)
-    agent_config = _config(overrides.get("generator.max_new_tokens"))
-    generator, sampling, _ = _generator_and_sampling(config, overrides)
+    settings = _settings(config, overrides)
+    agent_config = _config(settings, overrides)
+    generator, sampling = _generator(settings)
     graph = build_offline_graph(generator, agent_config, sampling=sampling)
     run_config = {
         "agent": "veri-r1",

@@ -80,12 +80,15 @@ Claim to verify: {claim}
 {evidence}
 </information>"""
 
+# Notes name tags in words, never as literal tags: environment text must not contain protocol tags, so a
+# flattened transcript parses the same as the segments did (and no evaluator mistakes a note for an answer).
 INVALID_ACTION_NOTE = (
-    "That turn had no valid action. Write either <search>query</search> to look something up, or your final "
-    "<answer>...</answer> block. Follow the protocol exactly."
+    "That turn had no valid action. Either put a query between search tags to look something up, or write "
+    "your final answer block. Follow the protocol exactly."
 )
-BUDGET_SPENT_NOTE = "No searches are left, so nothing was searched. Your next turn must be the final <answer> block."
-_ANSWER_NOW = "That was your last search. Think about what you found, then write the final <answer> block."
+BUDGET_SPENT_NOTE = "No searches are left, so nothing was searched. Your next turn must be the final answer block."
+_ANSWER_NOW = "That was your last search. Think about what you found, then write the final answer block."
+_LAST_TURN = "Your next turn is the last one: write the final answer block."
 
 
 def _escaped(text: str) -> str:
@@ -109,9 +112,10 @@ def offline_prompt(claim: str, evidence: Sequence[Evidence]) -> str:
     )
 
 
-def answer_now_note() -> str:
-    """Appended after the last allowed retrieval (spec §9 #10): the next turn is the answer turn."""
-    return _ANSWER_NOW
+def answer_now_note(*, after_search: bool = True) -> str:
+    """Tells the model its next turn is the answer turn (spec §9 #10): after the last allowed retrieval, or
+    after any other observation that leaves one turn."""
+    return _ANSWER_NOW if after_search else _LAST_TURN
 
 
 def duplicate_query_note(first_search: int) -> str:
@@ -123,5 +127,5 @@ def forged_information_note() -> str:
     """The corrective note for a turn in which the model wrote an <information> block itself."""
     return (
         "Only the system writes information blocks, so that turn was not accepted and nothing was searched. "
-        "Write <search>query</search> to look something up, or your final <answer> block."
+        "Put a query between search tags to look something up, or write your final answer block."
     )

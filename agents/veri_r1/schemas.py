@@ -30,6 +30,9 @@ class VeriR1Config(BaseModel):
     logprobs: bool = True
     """Ask the backend for logprobs, so the label's confidence can be recorded (spec §9 #14)."""
     format: FormatOptions = FormatOptions()
+    constrained: bool = False
+    """Guide each turn with a regular expression (:mod:`.decoding`) -- for weak models at inference only;
+    needs a backend that enforces regex guides (``--generator.constrained`` on the transformers backend)."""
 
     @model_validator(mode="after")
     def _check_turns(self) -> VeriR1Config:

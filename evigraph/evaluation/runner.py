@@ -310,14 +310,29 @@ class _Bar:
             ProgressColumn,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
         from rich.text import Text
 
+        resumed_at = self._completed
+
         class RateColumn(ProgressColumn):
+            # Records of a micro-batched backend finish in bursts, so rich's windowed speed swings wildly;
+            # the mean since this run started is what the ETA needs.
             def render(self, task: Task) -> Text:
-                speed = task.finished_speed or task.speed
-                return Text(f"{speed:.2f} it/s" if speed else "? it/s", style="progress.data.speed")
+                elapsed = task.finished_time if task.finished else task.elapsed
+                speed = (task.completed - resumed_at) / elapsed if elapsed else 0.0
+                return Text(f"{speed:.3g} it/s" if speed else "? it/s", style="progress.data.speed")
+
+        class EtaColumn(ProgressColumn):
+            def render(self, task: Task) -> Text:
+                elapsed = task.elapsed or 0.0
+                done = task.completed - resumed_at
+                if task.finished or not done or task.total is None:
+                    return Text("-:--:--", style="progress.remaining")
+                seconds = int(elapsed / done * (task.total - task.completed))
+                return Text(
+                    f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}", style="progress.remaining"
+                )
 
         # Rich redraws only on a terminal; redirected to a log it prints the final state once.
         console = Console(stderr=True)
@@ -327,7 +342,7 @@ class _Bar:
             MofNCompleteColumn(),
             RateColumn(),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            EtaColumn(),
             console=console,
             refresh_per_second=4,
         )

