@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import InputDataError
 
-__all__ = ("append_jsonl", "format_validation_error", "read_jsonl", "write_jsonl")
+__all__ = ("append_jsonl", "format_validation_error", "iter_json_objects", "read_jsonl", "write_jsonl")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -31,22 +31,18 @@ def format_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def read_jsonl(
-    path: str | os.PathLike[str],
-    model: type[ModelT],
-    *,
-    tolerate_truncated_tail: bool = False,
-) -> Iterator[ModelT]:
-    """Yield one validated ``model`` per non-empty line of ``path``.
+def iter_json_objects(
+    path: str | os.PathLike[str], *, tolerate_truncated_tail: bool = False
+) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, object)`` for each non-empty line of ``path``.
 
     Args:
         path: the JSONL file.
-        model: the pydantic model each line must satisfy.
         tolerate_truncated_tail: skip a last line that is not valid JSON *and* lacks a final newline
             (the signature of a writer killed mid-line); anything else still raises.
 
     Raises:
-        InputDataError: ``file:line`` plus the JSON error or the invalid field.
+        InputDataError: ``file:line`` and what is wrong (not JSON, or not an object).
     """
     path = Path(path)
     with path.open("r", encoding="utf-8") as handle:
@@ -63,6 +59,21 @@ def read_jsonl(
             raise InputDataError(str(path), number, f"not valid JSON ({error.msg} at column {error.colno})") from None
         if not isinstance(data, dict):
             raise InputDataError(str(path), number, f"expected a JSON object, got {type(data).__name__}")
+        yield number, data
+
+
+def read_jsonl(
+    path: str | os.PathLike[str],
+    model: type[ModelT],
+    *,
+    tolerate_truncated_tail: bool = False,
+) -> Iterator[ModelT]:
+    """Yield one validated ``model`` per non-empty line of ``path``.
+
+    Raises:
+        InputDataError: ``file:line`` plus the JSON error or the invalid field.
+    """
+    for number, data in iter_json_objects(path, tolerate_truncated_tail=tolerate_truncated_tail):
         try:
             yield model.model_validate(data)
         except ValidationError as error:

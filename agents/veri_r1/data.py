@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.agents.veri_r1.gold import GoldRecord
 from evigraph.errors import InputDataError
+from evigraph.jsonl import iter_json_objects
 from evigraph.trajectory import Evidence
 
 __all__ = ("ClaimRecord", "claim_record_from_mapping", "offline_corpus", "offline_passages", "write_offline_corpus")
@@ -91,23 +92,14 @@ def offline_corpus(path: str | Path) -> Iterator[Evidence]:
     """
     path = Path(path)
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputDataError(str(path), number, f"not valid JSON ({error.msg})") from None
-            if not isinstance(data, dict):
-                raise InputDataError(str(path), number, "expected a JSON object")
-            prompt = _prompt_text(data)
-            if prompt is None:
-                raise InputDataError(str(path), number, "field prompt.0.content: missing")
-            for passage in offline_passages(prompt, source=path.name):
-                if passage.id not in seen and passage.text:
-                    seen.add(passage.id)
-                    yield passage
+    for number, data in iter_json_objects(path):
+        prompt = _prompt_text(data)
+        if prompt is None:
+            raise InputDataError(str(path), number, "field prompt.0.content: missing")
+        for passage in offline_passages(prompt, source=path.name):
+            if passage.id not in seen and passage.text:
+                seen.add(passage.id)
+                yield passage
 
 
 def write_offline_corpus(source: str | Path, out: str | Path) -> int:

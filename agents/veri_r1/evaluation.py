@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.veri_r1.data import ClaimRecord
 from evigraph.agents.veri_r1.gold import GoldRecord
@@ -23,9 +23,7 @@ from evigraph.agents.veri_r1.metrics import (
     score_instance,
 )
 from evigraph.agents.veri_r1.schemas import VeriR1Output
-from evigraph.errors import InputDataError
 from evigraph.graphs.veri_r1 import flat_response
-from evigraph.jsonl import format_validation_error
 from evigraph.trajectory import Trajectory, TrajectoryError
 
 __all__ = (
@@ -104,39 +102,19 @@ def prediction_of(record: PredictionRecord, *, compat: bool = False) -> Predicti
     return prediction_from_response(record.id, record.response, compat=compat)
 
 
-def read_predictions(path: str | Path) -> list[PredictionRecord]:
-    """Every record of a predictions file, validated, with ``file:line`` errors and no duplicate ids."""
-    import json
+def _prediction_record(data: dict[str, Any]) -> PredictionRecord:
+    record = PredictionRecord.model_validate(data)
+    if record.response is None and record.output is None:
+        raise ValueError("field response: missing (the raw model text to score)")
+    return record
 
-    path = Path(path)
-    records: list[PredictionRecord] = []
-    first_line: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.readlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number == len(lines) and not line.endswith("\n"):
-                continue  # a torn last line left by a killed writer is not a record yet
-            raise InputDataError(str(path), number, f"not valid JSON ({error.msg})") from None
-        if not isinstance(data, dict):
-            raise InputDataError(str(path), number, "expected a JSON object")
-        try:
-            record = PredictionRecord.model_validate(data)
-        except ValidationError as error:
-            raise InputDataError(str(path), number, format_validation_error(error)) from None
-        if record.response is None and record.output is None:
-            raise InputDataError(str(path), number, "field response: missing (the raw model text to score)")
-        if record.id in first_line:
-            raise InputDataError(
-                str(path), number, f"duplicate id {record.id!r} (first on line {first_line[record.id]})"
-            )
-        first_line[record.id] = number
-        records.append(record)
-    return records
+
+def read_predictions(path: str | Path) -> list[PredictionRecord]:
+    """Every record of a predictions file, validated, with ``file:line`` errors and no duplicate ids (a torn
+    last line, from a run still being written, is skipped)."""
+    from evigraph.evaluation.records import load_records
+
+    return load_records(path, _prediction_record, id_of=lambda r: r.id, tolerate_truncated_tail=True)
 
 
 class ScoreResult(BaseModel):

@@ -11,17 +11,14 @@ Accepted per line (other keys ignored):
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evigraph.agents.veri_r1.labels import GoldLabel, normalize_gold_label, normalize_id
-from evigraph.errors import InputDataError
 from evigraph.jsonl import format_validation_error
 
 __all__ = ("GoldRecord", "gold_evidence", "read_gold")
@@ -98,31 +95,9 @@ def read_gold(path: str | os.PathLike[str]) -> dict[str, GoldRecord]:
         InputDataError: ``file:line`` with the JSON problem, the invalid field, or a duplicate id (naming the
             line that had it first).
     """
-    path = Path(path)
-    records: dict[str, GoldRecord] = {}
-    first_line: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputDataError(
-                    str(path), number, f"not valid JSON ({error.msg} at column {error.colno})"
-                ) from None
-            if not isinstance(data, dict):
-                raise InputDataError(str(path), number, f"expected a JSON object, got {type(data).__name__}")
-            try:
-                record = GoldRecord.from_mapping(data)
-            except ValueError as error:
-                raise InputDataError(str(path), number, str(error)) from None
-            if record.id in first_line:
-                message = f"field id: duplicate id {record.id!r} (lines {first_line[record.id]} and {number})"
-                raise InputDataError(str(path), number, message)
-            first_line[record.id] = number
-            records[record.id] = record
-    return records
+    from evigraph.evaluation.records import load_records
+
+    return {r.id: r for r in load_records(path, GoldRecord.from_mapping, id_of=lambda r: r.id)}
 
 
 def _is_hover(gold: GoldRecord) -> bool:

@@ -8,7 +8,6 @@ lines).
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from evigraph.errors import ConfigError, InputDataError
-from evigraph.jsonl import format_validation_error
+from evigraph.jsonl import format_validation_error, iter_json_objects
 
 __all__ = ("load_records",)
 
@@ -31,6 +30,7 @@ def load_records(
     id_of: Callable[[T], str],
     limit: int | None = None,
     shuffle_seed: int | None = None,
+    tolerate_truncated_tail: bool = False,
 ) -> list[T]:
     """Read and validate every record of the JSONL file ``path``, then pick the subset to run.
 
@@ -42,6 +42,7 @@ def load_records(
         limit: keep at most this many records (after shuffling, if ``shuffle_seed`` is given).
         shuffle_seed: shuffle deterministically with ``random.Random(shuffle_seed)`` before ``limit``, so
             ``--limit 10 --seed 3`` is a reproducible random subset (and a prefix of ``--limit 20 --seed 3``).
+        tolerate_truncated_tail: skip a torn last line (a file another process is still appending to).
 
     Raises:
         ConfigError: ``path`` does not exist or is not a file; ``limit`` is negative.
@@ -55,23 +56,22 @@ def load_records(
 
     records: list[T] = []
     first_line_of: dict[str, int] = {}
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            record = _parse_line(path, number, line, parse)
-            try:
-                record_id = id_of(record)
-            except (ValueError, KeyError, AttributeError) as error:
-                raise InputDataError(str(path), number, f"cannot read the record id: {error}") from None
-            if not isinstance(record_id, str) or not record_id:
-                raise InputDataError(str(path), number, f"record id must be a non-empty string, got {record_id!r}")
-            if record_id in first_line_of:
-                raise InputDataError(
-                    str(path), number, f"duplicate id {record_id!r} (lines {first_line_of[record_id]} and {number})"
-                )
-            first_line_of[record_id] = number
-            records.append(record)
+    for number, data in iter_json_objects(path, tolerate_truncated_tail=tolerate_truncated_tail):
+        record = _parse(path, number, data, parse)
+        try:
+            record_id = id_of(record)
+        except (ValueError, KeyError, AttributeError) as error:
+            raise InputDataError(str(path), number, f"cannot read the record id: {error}") from None
+        if not isinstance(record_id, str) or not record_id:
+            raise InputDataError(str(path), number, f"record id must be a non-empty string, got {record_id!r}")
+        if record_id in first_line_of:
+            raise InputDataError(
+                str(path),
+                number,
+                f"field id: duplicate id {record_id!r} (lines {first_line_of[record_id]} and {number})",
+            )
+        first_line_of[record_id] = number
+        records.append(record)
     if not records:
         raise InputDataError(str(path), 1, "the file holds no records")
 
@@ -80,13 +80,7 @@ def load_records(
     return records if limit is None else records[:limit]
 
 
-def _parse_line(path: Path, number: int, line: str, parse: Callable[[dict], T]) -> T:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise InputDataError(str(path), number, f"not valid JSON ({error.msg} at column {error.colno})") from None
-    if not isinstance(data, dict):
-        raise InputDataError(str(path), number, f"expected a JSON object, got {type(data).__name__}")
+def _parse(path: Path, number: int, data: dict, parse: Callable[[dict], T]) -> T:
     try:
         return parse(data)
     # ValidationError subclasses ValueError: catch it first to get the field-level message.
