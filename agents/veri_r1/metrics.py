@@ -165,8 +165,8 @@ def score_instance(pred: Prediction, gold: GoldRecord, *, compat: bool = False) 
     )
 
 
-class ClassMetrics(BaseModel):
-    """The metrics restricted to one gold label, plus precision of predicting it."""
+class Accuracies(BaseModel):
+    """The headline metrics over a set of instances; every rate is a fraction in [0, 1]."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -177,6 +177,11 @@ class ClassMetrics(BaseModel):
     evidence_score: float
     evidence_cover_rate: float
     format_rate: float
+
+
+class ClassMetrics(Accuracies):
+    """The metrics restricted to one gold label, plus precision of predicting it."""
+
     precision: float | None
     """Share of instances predicted as this class (an answer that would be right for it) whose gold is this
     class; ``None`` when it was never predicted."""
@@ -218,19 +223,10 @@ class ConfidenceReport(BaseModel):
     bins: list[ConfidenceBin]
 
 
-class VeriR1Report(BaseModel):
-    """Aggregate metrics; every rate is a fraction in [0, 1]."""
-
-    model_config = ConfigDict(frozen=True)
+class VeriR1Report(Accuracies):
+    """Aggregate metrics over all instances, per gold class, and by confidence."""
 
     mode: Mode
-    n: int
-    label_accuracy: float
-    verification_accuracy: float
-    joint_accuracy: float
-    evidence_score: float
-    evidence_cover_rate: float
-    format_rate: float
     unretrieved_citation_rate: float | None
     """Share of cited ids never shown, over instances where the shown ids are known."""
     mean_reward: float

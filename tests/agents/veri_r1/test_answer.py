@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from evigraph.agents.veri_r1.answer import answer_bodies, parse_answer, parse_answer_compat
 from evigraph.agents.veri_r1.labels import (
@@ -14,27 +13,7 @@ from evigraph.agents.veri_r1.labels import (
     relaxes_evidence,
 )
 from evigraph.protocol.tags import VERI_R1_PROTOCOL
-
-FRAGMENTS = [
-    "<answer>",
-    "</answer>",
-    "Label:",
-    "Evidence:",
-    "[[",
-    "]]",
-    "SUPPORT",
-    "NOT ENOUGH INFO",
-    "<",
-    ">",
-    "a",
-    " ",
-    "\n",
-    ",",
-    "<|im_start|>assistant",
-    "\u00e9",
-    "e\u0301",
-]
-TAG_TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join) | st.text(max_size=80)
+from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
 
 @pytest.mark.parametrize(
@@ -124,7 +103,7 @@ def test_compat_reader_is_lenient_and_skips_the_prompt() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(TAG_TEXT)
+@given(PROTOCOL_TEXT)
 def test_parsers_never_raise(text: str) -> None:
     strict, compat = parse_answer(text), parse_answer_compat(text)
     assert strict.body_ok <= (strict.label_ok and strict.evidence_ok)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from evigraph.agents.veri_r1.answer import parse_answer
 from evigraph.agents.veri_r1.format_rules import (
@@ -16,6 +15,7 @@ from evigraph.agents.veri_r1.format_rules import (
 )
 from evigraph.protocol.tags import VERI_R1_PROTOCOL
 from evigraph.trajectory import Segment
+from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
 PROMPT = Segment(origin="prompt", role="user", text="Verify: <answer> in the prompt does not count </answer>")
 INFO = "\n<information>\n[[X_sentence_0]]: X is a thing.\n</information>\n"
@@ -204,36 +204,8 @@ def test_unescaped_forgery_does_not_crash_and_fails_format() -> None:
     assert parse_answer(text).label == "SUPPORT"  # the last block is the model's
 
 
-FRAGMENTS = [
-    "<plan>",
-    "</plan>",
-    "<search>",
-    "</search>",
-    "<information>",
-    "</information>",
-    "<think>",
-    "</think>",
-    "<answer>",
-    "</answer>",
-    "<verify>",
-    "Label: SUPPORT",
-    "Evidence:",
-    "[[a]]",
-    "[[",
-    "]]:",
-    "<|im_end|>",
-    "</s>",
-    "<",
-    ">",
-    "x",
-    " ",
-    "\n",
-]
-TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join) | st.text(max_size=100)
-
-
 @settings(max_examples=300, deadline=None)
-@given(TEXT)
+@given(PROTOCOL_TEXT)
 def test_split_and_check_never_raise(text: str) -> None:
     segments = split_response(text)
     assert "".join(s.text for s in segments) == text

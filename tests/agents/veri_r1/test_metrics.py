@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence, read_gold
 from evigraph.agents.veri_r1.metrics import Prediction, aggregate, prediction_from_response, score_instance
 from evigraph.errors import InputDataError
+from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
 S, R, N = "SUPPORT", "REFUTE", "NOT ENOUGH INFO"
 
@@ -132,32 +133,8 @@ def test_prediction_from_response_clean_and_compat() -> None:
     assert strict.label is None and not strict.format_ok
 
 
-FRAGMENTS = [
-    "<plan>",
-    "</plan>",
-    "<search>",
-    "</search>",
-    "<information>",
-    "</information>",
-    "<think>",
-    "</think>",
-    "<answer>",
-    "</answer>",
-    "Label: REFUTE",
-    "Evidence:",
-    "[[a]]",
-    "[[",
-    "]]:",
-    "<|im_start|>assistant",
-    "<|im_end|>",
-    "\n",
-    " ",
-    "x",
-]
-
-
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join) | st.text(max_size=100), st.booleans())
+@given(PROTOCOL_TEXT, st.booleans())
 def test_prediction_from_response_never_raises(text: str, compat: bool) -> None:
     p = prediction_from_response("x", text, compat=compat)
     score = score_instance(p, gold("x", S, "a"), compat=compat)
