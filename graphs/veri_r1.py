@@ -32,6 +32,7 @@ from evigraph.agents.veri_r1.labels import normalize_gold_label, normalize_id
 from evigraph.agents.veri_r1.prompts import (
     BUDGET_SPENT_NOTE,
     INVALID_ACTION_NOTE,
+    NO_ENTRIES,
     answer_now_note,
     duplicate_query_note,
     forged_information_note,
@@ -225,7 +226,7 @@ class _Nodes:
             return {"progress": run._replace(error=failure)}
         hits = list(hits)[: self.config.top_k]
         lines, truncated = truncate_to_tokens(
-            render_information(hits), self.config.max_information_tokens, _tokenizer(self.generator)
+            render_information(hits) or NO_ENTRIES, self.config.max_information_tokens, _tokenizer(self.generator)
         )
         notes = []
         key = normalize_query(query)

@@ -45,11 +45,11 @@ def turn_regex(*, first: bool, may_search: bool, seen_ids: Sequence[str]) -> str
         may_search: a search is still allowed (else the turn must answer).
         seen_ids: ids shown so far; the answer may cite only these.
     """
-    think = _block("think", f"{_TEXT}{{1,{THINK_CHARS}}}")
+    think = _block("think", f"{_TEXT}+")
     action = _answer(seen_ids)
     if may_search:
-        search = _block("search", f"{_TEXT}{{1,{QUERY_CHARS}}}")
+        search = _block("search", f"{_TEXT}+")
         action = f"(?:{search}|{action})"
-    plan = _block("plan", f"{_TEXT}{{1,{PLAN_CHARS}}}")
+    plan = _block("plan", f"{_TEXT}+")
     opening = f"{plan}\\n(?:{think}\\n)?" if first else f"{think}\\n"
     return opening + action

@@ -139,7 +139,7 @@ def run_command(
     console.rule()
     label = output.label or "no label (unparseable answer)"
     console.print(f"[bold]Label:[/] {escape(label)}")
-    texts = {match[1]: match[0] for line in _information_lines(trajectory) if (match := _LINE.match(line))}
+    texts = {match[1]: line for line in _information_lines(trajectory) if (match := _LINE.match(line))}
     for evidence_id in output.evidence:
         shown = texts.get(evidence_id, f"[[{evidence_id}]] (never retrieved)")
         console.print(f"  {escape(shown)}", soft_wrap=True)

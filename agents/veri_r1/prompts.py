@@ -17,6 +17,7 @@ __all__ = (
     "BUDGET_SPENT_NOTE",
     "INVALID_ACTION_NOTE",
     "LABEL_DEFINITIONS",
+    "NO_ENTRIES",
     "answer_now_note",
     "duplicate_query_note",
     "forged_information_note",
@@ -46,8 +47,9 @@ to the letter.
 
 1. Begin with one <plan>...</plan> block: how you will break the claim down and which names or facts to \
 look up. Write it once, before anything else.
-2. To look something up, write <search>your query</search> and stop. Each search should ask for something \
-new: never repeat a query. You have at most {max_searches} searches.
+2. To look something up, write a short query naming the entity or fact you need between <search> and \
+</search>, then stop. Each search should ask for something new: never repeat a query. You have at most \
+{max_searches} searches.
 3. After each search the system replies with an <information> block. Every line in it has the form \
 [[id]]: text, where id names one entry. You never write <information> yourself.
 4. Reason inside <think>...</think>. Right after every new information block, start with a <think> block \
@@ -110,6 +112,9 @@ def offline_prompt(claim: str, evidence: Sequence[Evidence]) -> str:
         claim=_escaped(claim),
         evidence=render_information(evidence),
     )
+
+
+NO_ENTRIES = "No entries matched this query."
 
 
 def answer_now_note(*, after_search: bool = True) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.markers import requires_pyserini
+
 LABELS = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 
 
@@ -183,3 +185,37 @@ def test_filter_keeps_only_exactly_right_samples(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     kept = [json.loads(line) for line in (out / "kept.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in kept] == [0] and kept[0]["extra_field"] == "ignored"  # the line is copied verbatim
+
+
+@pytest.mark.java
+@requires_pyserini
+def test_verify_searches_the_demo_corpus_and_prints_label_and_evidence(tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    replies.write_text(
+        json.dumps(
+            [
+                "<plan>Find when the first tower was lit.</plan>\n<search>Hog Island Light first lit</search>",
+                "<think>The first tower was lit in 1852.</think>\n"
+                "<answer>\nLabel: REFUTE\nEvidence: [[Hog Island Light_sentence_0]]\n</answer>",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    env = {**_env(), "EVIGRAPH_CACHE_DIR": str(tmp_path / "cache")}
+    claim = "Hog Island Light was first lit in 1853."
+    result = subprocess.run(
+        _cli("verify", claim, "--corpus", "demo", "--model", f"scripted:{replies}"),
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Label: REFUTE" in result.stdout
+    # The cited entry is shown with the text the search returned (the demo corpus is grouped by 3 sentences).
+    assert "[[Hog Island Light_sentence_0]]: Hog Island Light was a lighthouse" in " ".join(result.stdout.split())
+    assert "format ok" in result.stdout
+    as_json = subprocess.run(
+        _cli("verify", claim, "--corpus", "demo", "--model", f"scripted:{replies}", "--json"),
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    trajectory = json.loads(as_json.stdout)
+    assert trajectory["output"]["label"] == "REFUTE" and trajectory["agent"] == "veri-r1"
+    assert [s["origin"] for s in trajectory["segments"]] == ["prompt", "policy", "environment", "policy"]
