@@ -32,6 +32,7 @@ __all__ = (
     "prediction_of",
     "read_predictions",
     "run_claim",
+    "run_report",
     "score_predictions",
     "write_plots",
 )
@@ -178,3 +179,18 @@ def write_plots(report: VeriR1Report, out_dir: Path) -> list[Path]:
 
 def gold_of(records: Sequence[ClaimRecord]) -> dict[str, GoldRecord]:
     return {r.id: r.gold for r in records if r.gold is not None}
+
+
+def run_report(
+    records: Sequence[VeriR1Record], gold: Mapping[str, GoldRecord], summary: BaseModel, *, compat: bool = False
+) -> tuple[dict[str, Any], VeriR1Report | None]:
+    """``report.json`` of an eval run: the run summary, failed runs, and the metrics when gold is known."""
+    report: dict[str, Any] = {
+        "run": summary.model_dump(mode="json"),
+        "n_failed_runs": sum(r.error is not None for r in records),
+    }
+    if not gold:
+        return report, None
+    predictions = [PredictionRecord(id=r.id, response=r.response, output=r.output) for r in records]
+    result = score_predictions(predictions, gold, compat=compat)
+    return {**report, **result.report_json()}, result.report

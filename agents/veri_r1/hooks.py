@@ -232,7 +232,9 @@ def eval_command(
     constrained: ConstrainedOpt = None,
 ) -> None:
     """Verify every claim of --data (resumable: rerun the same command after an interruption)."""
-    from evigraph.agents.veri_r1.evaluation import VeriR1Record, gold_of, score_predictions, write_plots
+    from pydantic import RootModel
+
+    from evigraph.agents.veri_r1.evaluation import VeriR1Record, gold_of, run_report, write_plots
     from evigraph.evaluation.runner import read_results, write_report
     from evigraph.graphs.veri_r1 import build_offline_graph, build_veri_r1_graph
 
@@ -269,25 +271,10 @@ def eval_command(
     )
     wanted = {c.id for c in claims}
     records = [r for r in read_results(out / "predictions.jsonl", VeriR1Record) if r.id in wanted]
-    from evigraph.agents.veri_r1.evaluation import PredictionRecord
-
-    result = (
-        score_predictions(
-            [PredictionRecord(id=r.id, response=r.response, output=r.output) for r in records],
-            gold_of(claims),
-            compat=compat,
-        )
-        if gold_of(claims)
-        else None
-    )
-    report: dict[str, Any] = {
-        "run": summary.model_dump(mode="json"),
-        "n_failed_runs": sum(r.error is not None for r in records),
-    }
-    if result is not None:
-        report.update(result.report_json())
-        write_plots(result.report, out)
-    write_report(out, _JsonReport(report))
+    report, metrics = run_report(records, gold_of(claims), summary, compat=compat)
+    if metrics is not None:
+        write_plots(metrics, out)
+    write_report(out, RootModel[dict[str, Any]](report))
     console.print_json(json.dumps({k: report[k] for k in _HEADLINE if k in report}))
     err_console.print(f"[dim]{escape(str(out))}: predictions.jsonl, report.json and plots[/]")
 
@@ -301,16 +288,6 @@ _HEADLINE = (
     "format_rate",
     "n_failed_runs",
 )
-
-
-class _JsonReport:
-    """Adapter so a plain dict goes through the runner's atomic report writer."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def model_dump_json(self, *, indent: int | None = None) -> str:
-        return json.dumps(self.data, indent=indent, ensure_ascii=False)
 
 
 def score_command(
