@@ -180,26 +180,20 @@ def _run_graph_over(
     description: str,
 ) -> Any:
     from evigraph.agents.veri_r1.evaluation import run_claim
-    from evigraph.evaluation.pipeline import prepare_run_dir
-    from evigraph.evaluation.runner import run_records
-    from evigraph.runtime import freeze_heap
-
-    predictions = prepare_run_dir(out_dir, run_config)
-    freeze_heap()  # the loaded model, index and graph live all run: keep the collector from rescanning them
+    from evigraph.evaluation.pipeline import run_in_dir
 
     async def run_one(record: Any) -> Any:
         return await run_claim(graph, record)
 
-    return asyncio.run(
-        run_records(
-            claims,
-            run_one,
-            id_of=lambda r: r.id,
-            out_path=predictions,
-            concurrency=concurrency,
-            description=description,
-            retry_failed=retry_failed,
-        )
+    return run_in_dir(
+        claims,
+        run_one,
+        id_of=lambda r: r.id,
+        out_dir=out_dir,
+        run_config=run_config,
+        concurrency=concurrency,
+        retry_failed=retry_failed,
+        description=description,
     )
 
 

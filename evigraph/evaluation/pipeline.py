@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from evigraph.errors import ConfigError
+from evigraph.evaluation.runner import RunSummary, run_records
 
-__all__ = ("PREDICTIONS", "RUN_CONFIG", "prepare_run_dir")
+__all__ = ("PREDICTIONS", "RUN_CONFIG", "prepare_run_dir", "run_in_dir")
+
+T = TypeVar("T")
 
 PREDICTIONS = "predictions.jsonl"
 RUN_CONFIG = "run.json"
@@ -39,3 +46,34 @@ def prepare_run_dir(out_dir: Path, run_config: dict[str, Any]) -> Path:
         tmp.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, stored_path)
     return out_dir / PREDICTIONS
+
+
+def run_in_dir(
+    items: Sequence[T],
+    run_one: Callable[[T], Awaitable[BaseModel]],
+    *,
+    id_of: Callable[[T], str],
+    out_dir: Path,
+    run_config: dict[str, Any],
+    concurrency: int = 4,
+    retry_failed: bool = False,
+    description: str = "eval",
+) -> RunSummary:
+    """What every agent's ``eval`` does: pin the settings in ``out_dir``, freeze the startup heap, and run
+    (or resume) ``items`` into ``out_dir/predictions.jsonl`` with :func:`~evigraph.evaluation.runner.run_records`.
+    """
+    from evigraph.runtime import freeze_heap
+
+    predictions = prepare_run_dir(out_dir, run_config)
+    freeze_heap()  # the loaded model, index and graph live all run: keep the collector from rescanning them
+    return asyncio.run(
+        run_records(
+            items,
+            run_one,
+            id_of=id_of,
+            out_path=predictions,
+            concurrency=concurrency,
+            retry_failed=retry_failed,
+            description=description,
+        )
+    )
