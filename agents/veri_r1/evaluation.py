@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.veri_r1.data import ClaimRecord
 from evigraph.agents.veri_r1.gold import GoldRecord
-from evigraph.agents.veri_r1.labels import LABELS
+from evigraph.agents.veri_r1.labels import GOLD_LABELS, LABELS
 from evigraph.agents.veri_r1.metrics import (
     InstanceScore,
     Prediction,
@@ -162,6 +162,7 @@ def write_plots(report: VeriR1Report, out_dir: Path) -> list[Path]:
             report.confusion,
             out_dir / "confusion.png",
             title=f"Veri-R1 labels (n={report.n})",
+            gold_order=[label for label in GOLD_LABELS if label in report.confusion],
             pred_order=[*LABELS, "NONE"],
         ),
         per_class_bars(

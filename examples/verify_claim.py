@@ -1,0 +1,36 @@
+"""Verify one claim in Python: the embedded model, the bundled demo corpus, the online Veri-R1 graph.
+
+    python examples/verify_claim.py "Hog Island Light was first lit in 1853."
+
+Swap the generator for a real model (``make_generator(GeneratorConfig(model="openai:MODEL@URL"))``) and the
+corpus for your own (``evigraph corpus build``) -- the graph does not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from evigraph.agents.veri_r1.schemas import VeriR1Config
+from evigraph.config import GeneratorConfig
+from evigraph.corpora.registry import resolve_corpus
+from evigraph.generators.factory import make_generator
+from evigraph.graphs.veri_r1 import build_veri_r1_graph
+from evigraph.tools.search import BM25Search
+
+
+async def main(claim: str) -> None:
+    # constrained=True keeps the 135M-parameter embedded model inside the protocol (inference only).
+    generator = make_generator(GeneratorConfig(model="smollm2", constrained=True))
+    search = BM25Search(resolve_corpus("demo"), name="demo")
+    graph = build_veri_r1_graph(generator, search, VeriR1Config(constrained=True))
+    state = await graph.ainvoke({"claim": claim})
+    output, trajectory = state["output"], state["trajectory"]
+    for segment in trajectory.segments[1:]:
+        print(f"--- {segment.origin}\n{segment.text.strip()}")
+    print(f"\nlabel={output.label} evidence={output.evidence} format_ok={output.format_ok}")
+    print(f"{output.n_searches} searches, {trajectory.timing.generated_tokens} tokens, {trajectory.timing.wall_s:.1f} s")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "Hog Island Light was first lit in 1853."))
