@@ -29,7 +29,8 @@ async def main(claim: str) -> None:
     for segment in trajectory.segments[1:]:
         print(f"--- {segment.origin}\n{segment.text.strip()}")
     print(f"\nlabel={output.label} evidence={output.evidence} format_ok={output.format_ok}")
-    print(f"{output.n_searches} searches, {trajectory.timing.generated_tokens} tokens, {trajectory.timing.wall_s:.1f} s")
+    timing = trajectory.timing
+    print(f"{output.n_searches} searches, {timing.generated_tokens} tokens, {timing.wall_s:.1f} s")
 
 
 if __name__ == "__main__":
