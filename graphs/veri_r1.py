@@ -179,7 +179,10 @@ class _Nodes:
                 not self.offline and run.n_search < self.config.max_searches and run.n_turns + 1 < self.max_turns
             )
             regex = turn_regex(
-                first=run.n_turns == 0 and not self.offline, may_search=may_search, seen_ids=run.seen_ids
+                first=run.n_turns == 0 and not self.offline,
+                may_search=may_search,
+                seen_ids=run.seen_ids,
+                max_block_chars=self.config.guide_max_block_chars,
             )
             params = params.model_copy(update={"guide": Guide.pattern(regex)})
         try:

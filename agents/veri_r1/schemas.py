@@ -33,6 +33,8 @@ class VeriR1Config(BaseModel):
     constrained: bool = False
     """Guide each turn with a regular expression (:mod:`.decoding`) -- for weak models at inference only;
     needs a backend that enforces regex guides (``--generator.constrained`` on the transformers backend)."""
+    guide_max_block_chars: int | None = Field(None, ge=1)
+    """With ``constrained``: cap plan/think/search bodies so blocks must close (slower; see ``turn_regex``)."""
 
     @model_validator(mode="after")
     def _check_turns(self) -> VeriR1Config:

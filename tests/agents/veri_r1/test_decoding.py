@@ -13,6 +13,12 @@ from evigraph.graphs.veri_r1 import build_veri_r1_graph
 from evigraph.trajectory import Evidence
 
 
+def test_bounded_bodies_must_close() -> None:
+    bounded = turn_regex(first=False, may_search=True, seen_ids=[], max_block_chars=5)
+    assert re.fullmatch(bounded, "<think>abcde</think>\n<search>q</search>")
+    assert not re.fullmatch(bounded, "<think>abcdef</think>\n<search>q</search>")
+
+
 def test_turn_regex_accepts_protocol_turns_and_only_seen_ids() -> None:
     first = turn_regex(first=True, may_search=True, seen_ids=[])
     assert re.fullmatch(first, "<plan>Find the tower.</plan>\n<search>Hog Island Light</search>")
@@ -39,7 +45,10 @@ def test_a_random_model_under_the_guide_produces_protocol_valid_runs(tiny_llama_
     from evigraph.generators.transformers import TransformersGenerator
 
     generator = TransformersGenerator(tiny_llama_dir, constrained=True)
-    config = VeriR1Config(constrained=True, max_searches=1, max_new_tokens=400, logprobs=False)
+    # Random weights never close a block on their own: the bounded guide forces every block shut.
+    config = VeriR1Config(
+        constrained=True, guide_max_block_chars=40, max_searches=1, max_new_tokens=200, logprobs=False
+    )
     graph = build_veri_r1_graph(generator, OneHitSearch(), config)
     state = asyncio.run(graph.ainvoke({"claim": "Hog Island Light was first lit in 1853."}))
     output, trajectory = state["output"], state["trajectory"]
