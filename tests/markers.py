@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +21,16 @@ def requires(*modules: str) -> pytest.MarkDecorator:
 
 requires_pyserini = requires("jnius", "pyserini")
 """Pyserini with its JVM bridge; always paired with the ``java`` mark."""
+
+
+def shared_data(name: str) -> Path:
+    """A folder of the read-only shared data (``../shared/data/<name>`` beside the checkout, else the
+    workplace's ``/work/shared``); tests skip with :data:`requires_shared_data` when it is absent."""
+    for root in (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data")):
+        if (root / name).is_dir():
+            return root / name
+    return Path("/nonexistent") / name
+
+
+def requires_shared_data(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not shared_data(name).is_dir(), reason=f"shared data {name!r} is not here")

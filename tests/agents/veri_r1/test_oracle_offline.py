@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "veri-r1-claim-verification"
+from tests.markers import requires_shared_data, shared_data
+
+DATA = shared_data("veri-r1-claim-verification")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "veri_r1_oracle.py"
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared Veri-R1 data is not here")
+@requires_shared_data("veri-r1-claim-verification")
 def test_oracle_through_the_offline_graph_matches_the_reference_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = importlib.util.spec_from_file_location("veri_r1_oracle", EXAMPLE)
     assert spec is not None and spec.loader is not None

@@ -4,14 +4,14 @@ the gold oracle, in compat mode (the reference evaluator's numbers) and in clean
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
 import pytest
 
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence, read_gold
 from evigraph.agents.veri_r1.metrics import VeriR1Report, aggregate, prediction_from_response, score_instance
+from tests.markers import shared_data
 
-DATA = Path("/work/shared/data/veri-r1-claim-verification")
+DATA = shared_data("veri-r1-claim-verification")
 DATASETS = ("fever", "feverous", "exfever", "hover", "scifact")
 
 # The gold label in the predicted vocabulary; for HoVer NOT_SUPPORTED the reference accepts any
