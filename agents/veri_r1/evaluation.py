@@ -173,7 +173,7 @@ def write_plots(report: VeriR1Report, out_dir: Path) -> list[Path]:
         ),
     ]
     if report.confidence is not None:
-        bins = [(b.lower, b.upper, b.accuracy, b.n) for b in report.confidence.bins]
+        bins = [(b.lower, b.upper, b.accuracy, b.n) for b in report.confidence.bins if b.accuracy is not None]
         paths.append(reliability_plot(bins, out_dir / "reliability.png", title="Label-token confidence"))
     return paths
 

@@ -219,3 +219,20 @@ def test_verify_searches_the_demo_corpus_and_prints_label_and_evidence(tmp_path:
     trajectory = json.loads(as_json.stdout)
     assert trajectory["output"]["label"] == "REFUTE" and trajectory["agent"] == "veri-r1"
     assert [s["origin"] for s in trajectory["segments"]] == ["prompt", "policy", "environment", "policy"]
+
+
+def test_plots_include_reliability_when_confidences_exist(tmp_path: Path) -> None:
+    from evigraph.agents.veri_r1.evaluation import write_plots
+    from evigraph.agents.veri_r1.gold import GoldRecord
+    from evigraph.agents.veri_r1.metrics import Prediction, aggregate, score_instance
+
+    gold = GoldRecord(id="1", label="SUPPORT", raw_label="SUPPORTS", evidence=("A",))
+    scores = [
+        score_instance(Prediction(id="1", label="SUPPORT", evidence=("A",), format_ok=True, confidence=0.97), gold),
+        score_instance(Prediction(id="1", label="REFUTE", evidence=(), format_ok=True, confidence=0.42), gold),
+    ]
+    report = aggregate(scores)
+    assert report.confidence is not None and any(b.n == 0 for b in report.confidence.bins)  # empty bins exist
+    paths = write_plots(report, tmp_path)
+    assert [p.name for p in paths] == ["confusion.png", "per_class.png", "reliability.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
