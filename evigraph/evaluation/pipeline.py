@@ -62,10 +62,10 @@ def run_in_dir(
     """What every agent's ``eval`` does: pin the settings in ``out_dir``, freeze the startup heap, and run
     (or resume) ``items`` into ``out_dir/predictions.jsonl`` with :func:`~evigraph.evaluation.runner.run_records`.
     """
-    from evigraph.runtime import freeze_heap
+    from evigraph.runtime import tune_gc_for_long_run
 
     predictions = prepare_run_dir(out_dir, run_config)
-    freeze_heap()  # the loaded model, index and graph live all run: keep the collector from rescanning them
+    tune_gc_for_long_run()  # the loaded model, index and graph live all run: keep the collector from rescanning them
     return asyncio.run(
         run_records(
             items,
