@@ -60,3 +60,6 @@ def test_a_random_model_under_the_guide_produces_protocol_valid_runs(tiny_llama_
     # Random weights, yet every turn has the protocol's shape: what the guide is for.
     assert output.format_ok and output.n_searches == 1
     assert check_format(trajectory.segments).ok
+    # Token backend: exact ids on every segment, and each step's span is its policy turn (the loss mask).
+    assert trajectory.token_ids() is not None
+    assert [step.token_span for step in trajectory.steps] == trajectory.action_ranges()
