@@ -149,7 +149,7 @@ def reliability_plot(
             label="accuracy",
         )
         ax.bar_label(bars, labels=[f"n={b.n}" for b in drawn], fontsize=7, padding=1)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="best", fontsize=8)  # bars can sit anywhere: let matplotlib find the emptiest corner
     else:
         _no_data(ax)
     return _save(fig, path)
