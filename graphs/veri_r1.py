@@ -105,8 +105,8 @@ class Progress(NamedTuple):
 
 
 class VeriR1State(TypedDict, total=False):
-    """Graph state. Inputs: ``claim`` (required), ``id``, ``evidence`` (offline), ``gold`` (rewards).
-    Outputs: ``output`` and ``trajectory``; ``progress`` is the run's internal bookkeeping."""
+    """Graph state: the inputs (:class:`VeriR1Inputs`), the run's bookkeeping (``progress``) and the results
+    (:class:`VeriR1Result`). ``ainvoke`` takes the inputs and returns only the results."""
 
     claim: str
     id: str
@@ -114,6 +114,22 @@ class VeriR1State(TypedDict, total=False):
     gold: dict[str, Any]
     """``{"label": ..., "evidence": [...]}``: when given, the trajectory carries the reward components."""
     progress: Progress
+    output: VeriR1Output
+    trajectory: Trajectory
+
+
+class VeriR1Inputs(TypedDict, total=False):
+    """What ``ainvoke`` takes: ``claim`` (required), ``id``, ``evidence`` (offline runs), ``gold`` (rewards)."""
+
+    claim: str
+    id: str
+    evidence: list[Evidence]
+    gold: dict[str, Any]
+
+
+class VeriR1Result(TypedDict):
+    """What ``ainvoke`` returns."""
+
     output: VeriR1Output
     trajectory: Trajectory
 
@@ -367,7 +383,7 @@ def _with_token_spans(steps: Sequence[Step], transcript: Sequence[Segment]) -> l
 
 
 def _compile(nodes: _Nodes) -> Any:
-    graph = StateGraph(VeriR1State)
+    graph = StateGraph(VeriR1State, input_schema=VeriR1Inputs, output_schema=VeriR1Result)
     graph.add_node("start", nodes.start)
     graph.add_node("generate", nodes.generate, input_schema=_ProgressOnly)
     graph.add_node("finish", nodes.finish)
