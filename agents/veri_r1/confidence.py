@@ -5,18 +5,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from typing import Literal
 
-__all__ = ("CONFIDENCE_TIERS", "confidence_tier", "label_token_probability")
+__all__ = ("HIGH_CONFIDENCE", "LOW_CONFIDENCE", "Tier", "confidence_tier", "label_token_probability")
 
-CONFIDENCE_TIERS = (0.85, 0.95)
-"""Low below the first bound, high above the second, mid in between (spec §4)."""
+LOW_CONFIDENCE = 0.85
+HIGH_CONFIDENCE = 0.95
+"""Tiers (spec §4): low below ``LOW_CONFIDENCE``, high above ``HIGH_CONFIDENCE``, mid in between."""
+
+Tier = Literal["low", "mid", "high"]
 
 _LABEL = re.compile(r"Label:\s*(SUPPORT|REFUTE|NOT ENOUGH INFO)", re.IGNORECASE)
 
 
-def confidence_tier(probability: float) -> str:
-    low, high = CONFIDENCE_TIERS
-    return "low" if probability < low else "high" if probability > high else "mid"
+def confidence_tier(probability: float) -> Tier:
+    if probability < LOW_CONFIDENCE:
+        return "low"
+    return "high" if probability > HIGH_CONFIDENCE else "mid"
 
 
 def label_token_probability(

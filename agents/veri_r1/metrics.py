@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.veri_r1.answer import parse_answer, parse_answer_compat, scored_text
+from evigraph.agents.veri_r1.confidence import HIGH_CONFIDENCE, LOW_CONFIDENCE, confidence_tier
 from evigraph.agents.veri_r1.format_rules import (
     FormatOptions,
     check_format,
@@ -46,8 +47,6 @@ __all__ = (
 )
 
 Mode = Literal["clean", "compat"]
-LOW_CONFIDENCE = 0.85
-HIGH_CONFIDENCE = 0.95
 CONFIDENCE_BINS = 10
 NO_LABEL = "NONE"
 """The confusion-matrix column for answers without a parseable label."""
@@ -266,12 +265,6 @@ def _class_metrics(
     )
 
 
-def _tier(confidence: float) -> Literal["low", "mid", "high"]:
-    if confidence < LOW_CONFIDENCE:
-        return "low"
-    return "high" if confidence > HIGH_CONFIDENCE else "mid"
-
-
 def _confidence_report(scores: Sequence[InstanceScore]) -> ConfidenceReport | None:
     known = [s for s in scores if s.confidence is not None and s.pred_label is not None]
     if not known:
@@ -279,7 +272,7 @@ def _confidence_report(scores: Sequence[InstanceScore]) -> ConfidenceReport | No
     tiers = []
     for label in dict.fromkeys(s.pred_label for s in known):
         for tier in ("low", "mid", "high"):
-            members = [s for s in known if s.pred_label == label and _tier(s.confidence or 0.0) == tier]
+            members = [s for s in known if s.pred_label == label and confidence_tier(s.confidence or 0.0) == tier]
             accuracy = _mean([s.label_correct for s in members]) if members else None
             tiers.append(ConfidenceTier(tier=tier, label=label, n=len(members), accuracy=accuracy))  # type: ignore[arg-type]
     bins = []
