@@ -25,7 +25,14 @@ from evigraph.errors import InputDataError
 from evigraph.jsonl import iter_json_objects
 from evigraph.trajectory import Evidence
 
-__all__ = ("ClaimRecord", "claim_record_from_mapping", "offline_corpus", "offline_passages", "write_offline_corpus")
+__all__ = (
+    "ClaimRecord",
+    "claim_record_from_mapping",
+    "information_entries",
+    "offline_corpus",
+    "offline_passages",
+    "write_offline_corpus",
+)
 
 _ENTRY = re.compile(r"^\[\[(?P<id>[^\[\]\n]+?)\]\]:[ \t]?", re.MULTILINE)
 
@@ -41,19 +48,26 @@ class ClaimRecord(BaseModel):
     passages: tuple[Evidence, ...] = ()
 
 
+def information_entries(text: str, *, source: str | None = None) -> list[Evidence]:
+    """The ``[[id]]: text`` entries of every ``<information>`` block in ``text`` (an entry runs to the next
+    entry's line start or the block's end; ids as written)."""
+    entries: list[Evidence] = []
+    start = text.find("<information>")
+    while start >= 0:
+        end = text.find("</information>", start)
+        body = text[start + len("<information>") : end if end >= 0 else len(text)]
+        matches = list(_ENTRY.finditer(body))
+        for match, following in zip(matches, [*matches[1:], None], strict=True):
+            entry = body[match.end() : following.start() if following else len(body)].strip()
+            entries.append(Evidence(id=match["id"].strip(), text=entry, source=source))
+        start = text.find("<information>", end) if end >= 0 else -1
+    return entries
+
+
 def offline_passages(prompt: str, *, source: str | None = None) -> list[Evidence]:
-    """The ``[[id]]: text`` entries of the last ``<information>`` block in an offline prompt (ids as given)."""
+    """The entries of the last ``<information>`` block in an offline prompt (the candidate passages)."""
     start = prompt.rfind("<information>")
-    if start < 0:
-        return []
-    end = prompt.find("</information>", start)
-    body = prompt[start + len("<information>") : end if end >= 0 else len(prompt)]
-    matches = list(_ENTRY.finditer(body))
-    passages = []
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        text = body[match.end() : following.start() if following else len(body)].strip()
-        passages.append(Evidence(id=match["id"].strip(), text=text, source=source))
-    return passages
+    return information_entries(prompt[start:], source=source) if start >= 0 else []
 
 
 def _prompt_text(data: Mapping[str, Any]) -> str | None:

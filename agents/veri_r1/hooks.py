@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,7 +35,6 @@ console = Console()
 err_console = Console(stderr=True)
 
 _SEARCH = "Search"
-_LINE = re.compile(r"^\[\[(.+?)\]\]: ")
 CorpusOpt = Annotated[
     str | None,
     typer.Option(
@@ -119,7 +117,7 @@ def run_command(
     constrained: ConstrainedOpt = None,
 ) -> None:
     """Verify one claim online: print the label, the cited entries and the search trace."""
-    from evigraph.graphs.veri_r1 import build_veri_r1_graph
+    from evigraph.graphs.veri_r1 import build_veri_r1_graph, flat_response
 
     search = _search_tool(corpus or (None if retriever_url else "demo"), retriever_url)
     overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads, constrained)
@@ -139,9 +137,12 @@ def run_command(
     console.rule()
     label = output.label or "no label (unparseable answer)"
     console.print(f"[bold]Label:[/] {escape(label)}")
-    texts = {match[1]: line for line in _information_lines(trajectory) if (match := _LINE.match(line))}
+    from evigraph.agents.veri_r1.data import information_entries
+
+    shown_text = {e.id: e.text for e in information_entries(flat_response(trajectory.segments))}
     for evidence_id in output.evidence:
-        shown = texts.get(evidence_id, f"[[{evidence_id}]] (never retrieved)")
+        text = shown_text.get(evidence_id)
+        shown = f"[[{evidence_id}]]: {text}" if text is not None else f"[[{evidence_id}]] (never retrieved)"
         console.print(f"  {escape(shown)}", soft_wrap=True)
     fails = f", failed {', '.join(output.format_failed)}" if output.format_failed else ""
     timing = trajectory.timing
@@ -152,14 +153,6 @@ def run_command(
     )
     if trajectory.error is not None:
         console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
-
-
-def _information_lines(trajectory: Any) -> list[str]:
-    lines = []
-    for segment in trajectory.segments:
-        if segment.origin == "environment":
-            lines += [line for line in segment.text.splitlines() if line.startswith("[[")]
-    return lines
 
 
 def _load_claims(data: Path, limit: int | None, seed: int | None) -> list[Any]:
