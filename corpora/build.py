@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from evigraph.corpora.documents import read_documents
 from evigraph.corpora.entries import CorpusEntry, SentenceSplitter, entries_for, load_sentence_splitter
 from evigraph.errors import ConfigError
+from evigraph.files import atomic_write
 
 __all__ = ("BuildParams", "Manifest", "build_corpus", "source_hash")
 
@@ -179,7 +180,5 @@ def build_corpus(
         versions={name: _version(name) for name in ("evigraph", "pyserini", "spacy")},
         build_seconds=round(time.perf_counter() - started, 3),
     )
-    tmp = manifest_path.with_suffix(".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(manifest_path)
+    atomic_write(manifest_path, manifest.model_dump_json(indent=2))
     return manifest

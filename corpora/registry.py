@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigError
+from evigraph.files import atomic_write
 from evigraph.runtime import cache_root
 
 __all__ = (
@@ -67,10 +68,7 @@ def register_corpus(name: str, path: Path) -> None:
         raise ConfigError(f"{name!r} is a bundled corpus name; choose another", source="--name")
     entries = _registered()
     entries[name] = str(Path(path).resolve())
-    corpora_dir().mkdir(parents=True, exist_ok=True)
-    tmp = _registry_file().with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(_registry_file())
+    atomic_write(_registry_file(), json.dumps(entries, indent=2, sort_keys=True))
 
 
 def bundled_source(name: str) -> Path:

@@ -16,6 +16,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import InputDataError
+from evigraph.files import atomic_writer
 
 __all__ = ("append_jsonl", "format_validation_error", "iter_json_objects", "read_jsonl", "write_jsonl")
 
@@ -82,14 +83,11 @@ def read_jsonl(
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel]) -> int:
     """Write ``records`` to ``path`` (replacing it atomically); returns the number written."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
     count = 0
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_writer(path) as handle:
         for record in records:
             handle.write(record.model_dump_json() + "\n")
             count += 1
-    os.replace(tmp, path)
     return count
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.agents.veri_r1.gold import GoldRecord
 from evigraph.errors import InputDataError
+from evigraph.files import atomic_writer
 from evigraph.jsonl import iter_json_objects
 from evigraph.trajectory import Evidence
 
@@ -119,14 +120,10 @@ def offline_corpus(path: str | Path) -> Iterator[Evidence]:
 def write_offline_corpus(source: str | Path, out: str | Path) -> int:
     """Write :func:`offline_corpus` as corpus-builder JSONL (``{"id", "contents"}``); returns the count."""
     count = 0
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_writer(out) as handle:
         for passage in offline_corpus(source):
             handle.write(json.dumps({"id": passage.id, "contents": passage.text}, ensure_ascii=False) + "\n")
             count += 1
-    tmp.replace(out)
     return count
 
 

@@ -377,12 +377,12 @@ def filter_command(
 
 def _copy_lines(source: Path, target: Path, ids: set[str]) -> int:
     """Copy the kept input lines verbatim (nothing the trainer needs is lost or reformatted)."""
+    from evigraph.files import atomic_writer
+
     count = 0
-    tmp = target.with_suffix(".tmp")
-    with source.open(encoding="utf-8") as reader, tmp.open("w", encoding="utf-8") as writer:
+    with source.open(encoding="utf-8") as reader, atomic_writer(target) as writer:
         for line in reader:
             if line.strip() and str(json.loads(line).get("id")) in ids:
                 writer.write(line if line.endswith("\n") else line + "\n")
                 count += 1
-    tmp.replace(target)
     return count

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,6 +13,7 @@ from pydantic import BaseModel
 
 from evigraph.errors import ConfigError
 from evigraph.evaluation.runner import RunSummary, run_records
+from evigraph.files import atomic_write
 
 __all__ = ("PREDICTIONS", "RUN_CONFIG", "prepare_run_dir", "run_in_dir")
 
@@ -42,9 +42,7 @@ def prepare_run_dir(out_dir: Path, run_config: dict[str, Any]) -> Path:
                 source=str(stored_path),
             )
     else:
-        tmp = stored_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, stored_path)
+        atomic_write(stored_path, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
     return out_dir / PREDICTIONS
 
 

@@ -3,18 +3,20 @@
 matplotlib is imported inside each function (``import evigraph.evaluation`` stays light) and figures are
 built with ``matplotlib.figure.Figure`` + the Agg canvas rather than pyplot: no display is needed, no global
 backend is switched under a caller (a notebook keeps its own), and no pyplot figure registry leaks memory.
-Every PNG is written atomically (tmp file + ``os.replace``), so a report folder never holds a half image.
+Every PNG is written atomically (:func:`~evigraph.files.atomic_writer`), so a report folder never holds a half
+image.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
+
+from evigraph.files import atomic_writer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -171,10 +173,6 @@ def _save(fig: Figure, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)  # attaches the Agg canvas: PNG output without pyplot or a display
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_writer(path, "wb") as handle:
+        fig.savefig(handle, format="png")
     return path

@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigError, InputDataError
+from evigraph.files import atomic_write
 from evigraph.jsonl import read_jsonl
 
 if TYPE_CHECKING:
@@ -175,12 +176,11 @@ def read_results(out_path: Path, model: type[M]) -> list[M]:
 
 
 def write_report(out_dir: Path, report: BaseModel, *, name: str = "report.json") -> Path:
-    """Write ``report`` as indented JSON to ``out_dir/name`` atomically (tmp file + ``os.replace``)."""
+    """Write ``report`` as indented JSON to ``out_dir/name`` atomically (:func:`~evigraph.files.atomic_write`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / name
-    _atomic_write(path, report.model_dump_json(indent=2) + "\n")
-    return path
+    return atomic_write(path, report.model_dump_json(indent=2) + "\n")
 
 
 def _result_line(result: Any, record_id: str) -> str:
@@ -231,7 +231,7 @@ def _prepare_output(path: Path, *, retry_failed: bool) -> dict[str, bool]:
 
     if retry_failed and len(kept) != len(line_of):
         log.info("%s: removing %d failed result(s) to run them again", path, len(line_of) - len(kept))
-        _atomic_write(path, "".join(kept))
+        atomic_write(path, "".join(kept))
     return failed_by_id
 
 
@@ -254,15 +254,6 @@ def _repair_torn_tail(path: Path) -> None:
             handle.write(b"\n")
     with path.open("rb+") as handle:
         os.fsync(handle.fileno())
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class _LineWriter:
