@@ -33,7 +33,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from pydantic import BaseModel
 
-from evigraph.generators.base import Continuation, Guide, SamplingParams
+from evigraph.generators.types import Continuation, Guide, SamplingParams
 from evigraph.trajectory import Segment
 
 PROMPT = [

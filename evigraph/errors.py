@@ -8,6 +8,8 @@
   sibling rollouts.
 - :class:`MissingDependencyError` -- an optional dependency is not installed; the message says which
   extra or command installs it.
+- :class:`TokenContractError` -- a strict (training) run met text where exact token ids were required:
+  a text backend, a policy segment without ids, a transcript the chat template cannot render.
 
 Bad *model text* is never an exception: parsers return typed format-error values.
 """
@@ -20,6 +22,7 @@ __all__ = (
     "GeneratorError",
     "InputDataError",
     "MissingDependencyError",
+    "TokenContractError",
     "ToolError",
 )
 
@@ -65,3 +68,7 @@ class MissingDependencyError(EvigraphError, ImportError):
     def __init__(self, package: str, hint: str) -> None:
         self.package = package
         super().__init__(f"{package} is not installed: {hint}")
+
+
+class TokenContractError(EvigraphError, RuntimeError):
+    """A strict run (training) could not keep exact token ids; see :mod:`evigraph.tokens`."""

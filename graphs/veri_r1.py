@@ -39,11 +39,12 @@ from evigraph.agents.veri_r1.prompts import (
     offline_prompt,
     online_prompt,
 )
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.agents.veri_r1.rewards import final_reward
 from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
 from evigraph.errors import ConfigError
-from evigraph.generators.base import Generator, Guide, SamplingParams
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
+from evigraph.generators.base import Generator
+from evigraph.generators.types import Guide, SamplingParams
 from evigraph.text_budget import truncate_to_tokens
 from evigraph.tools.search import SearchTool, render_information
 from evigraph.trajectory import Evidence, Segment, Step, Timing, Trajectory, TrajectoryError

@@ -58,3 +58,54 @@ def tiny_tokenizer(tiny_llama_dir: Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_llama_dir)
+
+
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+"""Qwen2's pre-tokenizer split (each digit alone, letters with one leading non-letter, ...)."""
+
+QWEN2_CHAT_TEMPLATE = (
+    "{%- if messages[0]['role'] != 'system' %}"
+    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+@pytest.fixture(scope="session")
+def qwen2_style_tokenizer() -> Any:
+    """A tokenizer built the way Qwen2's is (NFC, Qwen2's split regex, byte-level BPE, ChatML with a default
+    system turn, ``<|im_end|>`` as EOS), trained here on the bundled demo corpus: no download. Its small
+    vocabulary splits accented letters and emoji into byte pieces, which is what span mapping must handle."""
+    import json
+    from importlib.resources import files
+
+    tokenizers = pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+    demo = files("evigraph.corpora") / "data" / "demo.jsonl"
+    texts = [json.loads(line)["text"] for line in demo.read_text(encoding="utf-8").splitlines() if line.strip()]
+    backend = tokenizers.Tokenizer(models.BPE())
+    backend.normalizer = normalizers.NFC()
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(tokenizers.Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1000,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(texts, trainer)
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.chat_template = QWEN2_CHAT_TEMPLATE
+    return tokenizer

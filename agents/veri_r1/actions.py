@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 
 __all__ = ("TurnAction", "classify_turn", "normalize_query")
 

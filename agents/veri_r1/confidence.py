@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from evigraph.tokens import TokenOffsets
+
 __all__ = ("HIGH_CONFIDENCE", "LOW_CONFIDENCE", "Tier", "confidence_tier", "label_token_probability")
 
 LOW_CONFIDENCE = 0.85
@@ -25,33 +27,22 @@ def confidence_tier(probability: float) -> Tier:
 
 
 def label_token_probability(
-    text: str,
     token_ids: Sequence[int],
     logprobs: Sequence[float],
     decode: Callable[[list[int]], str],
 ) -> float | None:
-    """``exp(logprob)`` of the token that starts the label in the last ``<answer>`` block of ``text``.
+    """``exp(logprob)`` of the token that starts the label in the last ``<answer>`` block of the decoded ids.
 
-    ``text`` must be the decoding of ``token_ids`` (what every token backend returns). Token boundaries come
-    from decoding growing prefixes, so multi-byte characters and merged spaces are handled by the
-    tokenizer itself. Returns ``None`` when no label is found or the ids and logprobs do not line up.
+    The token is found with :class:`~evigraph.tokens.TokenOffsets` (exact even where tokens split characters).
+    Returns ``None`` when no label is found or the ids and logprobs do not line up.
     """
     if len(token_ids) != len(logprobs) or not token_ids:
         return None
+    offsets = TokenOffsets(token_ids, decode)
+    text = offsets.text
     answer_at = text.rfind("<answer>")
     match = _LABEL.search(text, answer_at if answer_at >= 0 else 0)
     if match is None:
         return None
-    label_at = match.start(1)
-    # The first token whose decoded prefix reaches past the label's first character carries it; prefix
-    # lengths only grow, so a binary search needs O(log n) decodes.
-    lo, hi = 0, len(token_ids) - 1
-    if len(decode(list(token_ids))) <= label_at:
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if len(decode(list(token_ids[: mid + 1]))) > label_at:
-            hi = mid
-        else:
-            lo = mid + 1
-    return math.exp(logprobs[lo])
+    first_token, _ = offsets.token_span(match.start(1), match.start(1) + 1)
+    return math.exp(logprobs[first_token])

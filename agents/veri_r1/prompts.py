@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.tools.search import render_information
 from evigraph.trajectory import Evidence
 

@@ -9,16 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evigraph.generators.base import (
-    BaseGenerator,
-    Continuation,
-    Generator,
-    Guide,
-    SamplingParams,
-    StructuredError,
-    StructuredResult,
-)
+from evigraph.generators.base import BaseGenerator, Generator
 from evigraph.generators.scripted import ScriptedGenerator
+from evigraph.generators.types import Continuation, Guide, SamplingParams, StructuredError, StructuredResult
 
 if TYPE_CHECKING:
     from evigraph.generators.chat_model import ChatModelGenerator

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from evigraph.errors import ConfigError
+from evigraph.errors import ConfigError, TokenContractError
 from evigraph.trajectory import Segment
 
 __all__ = ("ChatFormat", "RenderedTranscript", "TokenizerLike")
@@ -109,38 +109,61 @@ class ChatFormat:
         return f"{close}{content}{self.turn_open}"
 
     # -- tokens -------------------------------------------------------------------------------------
-    def render(self, transcript: Sequence[Segment]) -> RenderedTranscript:
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Ids → text exactly as generated: special tokens kept, no clean-up of spaces."""
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def prompt_ids(self, prompt: Sequence[Segment]) -> tuple[int, ...]:
+        """The ids of the prompt messages, generation prompt included."""
+        return self._encode_cached(self.prompt_text(prompt))
+
+    def segment_ids(self, segment: Segment, previous: Segment, *, strict: bool = False) -> Sequence[int]:
+        """The ids one policy or environment segment adds after ``previous`` (how :meth:`render` builds the
+        sequence, exposed so a graph can count its tokens as the run goes).
+
+        Raises:
+            TokenContractError: ``strict`` and a policy segment carries no ids (re-encoding the policy's text
+                can give other ids than the model produced, which is wrong for training).
+            ConfigError: a prompt segment here, or two environment segments in a row.
+        """
+        if segment.origin == "policy":
+            if segment.token_ids is not None:
+                return segment.token_ids
+            if strict:
+                raise TokenContractError("a policy segment has no token ids; a strict run never re-encodes policy text")
+            return self._encode_cached(segment.text)
+        if segment.origin == "environment":
+            if previous.origin == "environment":
+                raise ConfigError("merge consecutive environment segments into one segment")
+            after_eos = previous.origin == "policy" and self._ends_with_eos(previous)
+            return self._encode_cached(self.environment_text(segment.text, after_eos=after_eos))
+        raise ConfigError("prompt segments must all come before policy/environment ones")
+
+    def render(self, transcript: Sequence[Segment], *, strict: bool = False) -> RenderedTranscript:
         """Exact token ids of ``transcript`` plus per-segment spans.
 
         Prompt ids sit on the last prompt segment (earlier prompt segments get empty spans); policy segments
-        use their stored ``token_ids`` when present.
+        use their stored ``token_ids``. A policy segment without ids (from a text backend) is encoded from its
+        text, unless ``strict`` (see :meth:`segment_ids`).
         """
         n_prompt = 0
         while n_prompt < len(transcript) and transcript[n_prompt].origin == "prompt":
             n_prompt += 1
         if n_prompt == 0:
             raise ConfigError("a transcript starts with prompt segments")
-        ids: list[int] = list(self._encode_cached(self.prompt_text(transcript[:n_prompt])))
+        ids: list[int] = list(self.prompt_ids(transcript[:n_prompt]))
         spans: list[tuple[int, int]] = [(0, 0)] * (n_prompt - 1) + [(0, len(ids))]
-        previous: Segment | None = transcript[n_prompt - 1]
+        previous = transcript[n_prompt - 1]
         for segment in transcript[n_prompt:]:
             start = len(ids)
-            if segment.origin == "policy":
-                ids.extend(segment.token_ids if segment.token_ids is not None else self._encode_cached(segment.text))
-            elif segment.origin == "environment":
-                if previous is not None and previous.origin == "environment":
-                    raise ConfigError("merge consecutive environment segments into one segment")
-                after_eos = previous is not None and previous.origin == "policy" and self._ends_with_eos(previous)
-                ids.extend(self._encode_cached(self.environment_text(segment.text, after_eos=after_eos)))
-            else:
-                raise ConfigError("prompt segments must all come before policy/environment ones")
+            ids.extend(self.segment_ids(segment, previous, strict=strict))
             spans.append((start, len(ids)))
             previous = segment
         return RenderedTranscript(token_ids=ids, spans=spans)
 
-    def segment_token_ids(self, transcript: Sequence[Segment]) -> list[Segment]:
+    def segment_token_ids(self, transcript: Sequence[Segment], *, strict: bool = False) -> list[Segment]:
         """A copy of ``transcript`` whose segments carry their exact token ids (for storage and SFT export)."""
-        rendered = self.render(transcript)
+        rendered = self.render(transcript, strict=strict)
         return [
             seg.model_copy(update={"token_ids": rendered.token_ids[a:b]})
             for seg, (a, b) in zip(transcript, rendered.spans, strict=True)

@@ -36,15 +36,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import GeneratorError
-from evigraph.generators.base import (
-    BaseGenerator,
-    Continuation,
-    SamplingParams,
-    StructuredError,
-    StructuredResult,
-    check_transcript,
-)
+from evigraph.generators.base import BaseGenerator, check_transcript
 from evigraph.generators.openai_compat import logprob_values, settle_stop
+from evigraph.generators.types import Continuation, SamplingParams, StructuredError, StructuredResult
 from evigraph.jsonl import format_validation_error
 from evigraph.trajectory import Segment
 

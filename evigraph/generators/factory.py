@@ -24,7 +24,8 @@ from pydantic import BaseModel
 
 from evigraph.config import GeneratorConfig
 from evigraph.errors import ConfigError
-from evigraph.generators.base import BaseGenerator, SamplingParams
+from evigraph.generators.base import BaseGenerator
+from evigraph.generators.types import SamplingParams
 
 __all__ = ("GeneratorSpec", "make_generator", "parse_generator_spec", "sampling_params")
 

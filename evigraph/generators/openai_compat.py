@@ -34,7 +34,8 @@ from typing import Any
 import httpx
 
 from evigraph.errors import GeneratorError
-from evigraph.generators.base import BaseGenerator, Continuation, FinishReason, Guide, SamplingParams
+from evigraph.generators.base import BaseGenerator
+from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
 from evigraph.trajectory import Segment
 
 __all__ = ("OpenAICompatibleGenerator", "logprob_values", "settle_stop")

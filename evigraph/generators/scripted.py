@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from evigraph.errors import GeneratorError
-from evigraph.generators.base import BaseGenerator, Continuation, SamplingParams
-from evigraph.generators.chat_format import TokenizerLike
+from evigraph.generators.base import BaseGenerator
+from evigraph.generators.chat_format import ChatFormat, TokenizerLike
+from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.trajectory import Segment
 
 __all__ = ("Reply", "ScriptedCall", "ScriptedGenerator")
@@ -59,7 +60,9 @@ class ScriptedGenerator(BaseGenerator):
         replies: a sequence consumed in order (each item a string or a function of
             ``(transcript, params)``), or one function answering every call.
         delay_s: simulated latency per call (``asyncio.sleep``; other runs proceed meanwhile).
-        tokenizer: if given, replies get real token ids (and fixed logprobs when asked for).
+        tokenizer: makes this a token-level backend: replies get real token ids (and fixed logprobs when
+            asked for), ``max_new_tokens`` counts tokens, and a tokenizer with a chat template becomes
+            :attr:`chat_format`, so graphs store exact training sequences as with a real model.
         logprob: the log-probability reported for every generated token when ``params.logprobs``.
         name: shown in traces and ``evigraph info``.
 
@@ -86,6 +89,8 @@ class ScriptedGenerator(BaseGenerator):
             self._queue = deque(replies)
         self.delay_s = delay_s
         self.tokenizer = tokenizer
+        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+            self.chat_format = ChatFormat(tokenizer)
         self.logprob = logprob
         self.name = name
         self.calls: list[ScriptedCall] = []
@@ -115,14 +120,19 @@ class ScriptedGenerator(BaseGenerator):
             await asyncio.sleep(self.delay_s)
         reply = await self._next_reply(transcript, params)
         text, stop = _cut_at_stop(reply, params.stop)
-        text, capped = _cut_at_cap(text, params.max_new_tokens)
+        token_ids = logprobs = None
+        if self.tokenizer is None:
+            text, capped = _cut_at_cap(text, params.max_new_tokens)
+        else:
+            token_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+            capped = len(token_ids) > params.max_new_tokens
+            if capped:
+                token_ids = token_ids[: params.max_new_tokens]
+                text = self.tokenizer.decode(token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            if params.logprobs:
+                logprobs = [self.logprob] * len(token_ids)
         if capped:
             finish, stop = "length", None
         else:
             finish = "stop" if stop else "eos"
-        token_ids = logprobs = None
-        if self.tokenizer is not None:
-            token_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
-            if params.logprobs:
-                logprobs = [self.logprob] * len(token_ids)
         return Continuation(text=text, finish_reason=finish, stop_string=stop, token_ids=token_ids, logprobs=logprobs)

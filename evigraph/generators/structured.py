@@ -9,16 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from evigraph.generators.base import Guide, SamplingParams, StructuredError, StructuredResult
+from evigraph.generators.types import Continuation, Guide, SamplingParams, StructuredError, StructuredResult
 from evigraph.jsonl import format_validation_error
 from evigraph.trajectory import Segment
-
-if TYPE_CHECKING:
-    from evigraph.generators.base import BaseGenerator
 
 __all__ = ("extract_json_object", "generate_structured", "parse_structured", "schema_instruction")
 
@@ -26,6 +23,14 @@ SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _MAX_START_POSITIONS = 200  # bounds the raw_decode scan on long, brace-heavy text
+
+
+class _Continuer(Protocol):
+    """The slice of a generator this module drives."""
+
+    supported_guides: frozenset[str]
+
+    async def continue_transcript(self, transcript: Sequence[Segment], params: SamplingParams) -> Continuation: ...
 
 
 def extract_json_object(text: str) -> dict[str, Any] | StructuredError:
@@ -84,7 +89,7 @@ def _with_instruction(transcript: Sequence[Segment], schema: type[BaseModel]) ->
 
 
 async def generate_structured(
-    generator: BaseGenerator,
+    generator: _Continuer,
     transcript: Sequence[Segment],
     schema: type[SchemaT],
     params: SamplingParams,

@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigError, GeneratorError, MissingDependencyError
-from evigraph.generators.base import BaseGenerator, Continuation, FinishReason, Guide, SamplingParams
+from evigraph.generators.base import BaseGenerator
 from evigraph.generators.chat_format import ChatFormat
+from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
 from evigraph.runtime import configure_torch_threads
 from evigraph.trajectory import Segment
 

@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.errors import ConfigError, EvigraphError, GeneratorError, MissingDependencyError
-from evigraph.generators.base import BaseGenerator, Continuation, FinishReason, SamplingParams
+from evigraph.generators.base import BaseGenerator
 from evigraph.generators.chat_format import ChatFormat, TokenizerLike
+from evigraph.generators.types import Continuation, FinishReason, SamplingParams
 from evigraph.trajectory import Segment
 
 __all__ = ("VLLMGenerator", "to_continuation", "to_vllm_sampling_params")

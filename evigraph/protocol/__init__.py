@@ -2,8 +2,8 @@
 
 - :mod:`~evigraph.protocol.escaping` -- length-preserving, reversible neutralisation of untrusted text.
 - :mod:`~evigraph.protocol.tags` -- one :class:`TagProtocol` declaration per method renders the format
-  instructions, parses model text totally, and feeds the format reward; the shipped protocols are
-  :data:`SEARCH_R1_PROTOCOL`, :data:`VERI_R1_PROTOCOL` and :data:`QUOTE_PROTOCOL`.
+  instructions, parses model text totally, and feeds the format reward. Each method's protocol lives with
+  its agent (``evigraph.agents.veri_r1.protocol``, ``...search_r1.protocol``, ``...rlseek.protocol``).
 - :mod:`~evigraph.protocol.steps` -- Markdown ``## Step N`` blocks with their quotes.
 """
 
@@ -12,10 +12,6 @@ from __future__ import annotations
 from evigraph.protocol.escaping import DEFAULT_GUARDS, EscapedText, Guard, Guards, escape_untrusted, neutralize
 from evigraph.protocol.steps import ParsedSteps, Section, StepBlock, parse_steps
 from evigraph.protocol.tags import (
-    QUOTE_PROTOCOL,
-    QUOTE_TAG,
-    SEARCH_R1_PROTOCOL,
-    VERI_R1_PROTOCOL,
     Block,
     FormatIssue,
     IssueCode,
@@ -28,10 +24,6 @@ from evigraph.protocol.tags import (
 
 __all__ = (
     "DEFAULT_GUARDS",
-    "QUOTE_PROTOCOL",
-    "QUOTE_TAG",
-    "SEARCH_R1_PROTOCOL",
-    "VERI_R1_PROTOCOL",
     "Block",
     "EscapedText",
     "FormatIssue",

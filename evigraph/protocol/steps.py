@@ -5,8 +5,8 @@ step or a non-step ``## `` section (e.g. ``## Final Output``), or to the end of 
 are kept apart in :attr:`ParsedSteps.sections`; text before the first header is the preamble. With no step
 header at all the whole text is one implicit step (RLSeek P3: ``L = 1``).
 
-Tags inside each step go through a :class:`~evigraph.protocol.tags.TagProtocol` (by default
-:data:`~evigraph.protocol.tags.QUOTE_PROTOCOL`), so an unmatched ``<quote>`` or ``</quote>`` is an
+Tags inside each step go through the caller's :class:`~evigraph.protocol.tags.TagProtocol` (RLSeek's
+quote protocol, for instance), so an unmatched ``<quote>`` or ``</quote>`` is an
 ``unclosed_tag`` / ``stray_close`` issue on that step. Numbering problems are ``step_number_gap`` and
 ``duplicate_step_number`` issues. Rules such as RLSeek P3–P4 are functions over :class:`ParsedSteps`.
 
@@ -23,7 +23,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.protocol.tags import QUOTE_PROTOCOL, Block, FormatIssue, IssueCode, TagProtocol
+from evigraph.protocol.tags import Block, FormatIssue, IssueCode, TagProtocol
 
 __all__ = ("ParsedSteps", "Section", "StepBlock", "parse_steps")
 
@@ -95,18 +95,20 @@ class ParsedSteps(BaseModel):
         return tuple(issue for step in self.steps for issue in step.issues)
 
 
-def parse_steps(text: str, *, protocol: TagProtocol = QUOTE_PROTOCOL) -> ParsedSteps:
+def parse_steps(text: str, *, protocol: TagProtocol) -> ParsedSteps:
     """Split ``text`` into ``## Step N`` blocks and non-step sections; never raises.
 
     Args:
         text: the reasoning region of a completion.
-        protocol: the tags read inside each step (quotes by default).
+        protocol: the tags read inside each step (RLSeek: its quote protocol).
 
     Returns:
         The steps (each with its tag blocks and issues), the sections and the preamble's end.
 
     Example:
-        >>> parsed = parse_steps("## Step 1: check\\n<quote>a</quote>\\n## Final Output\\n[]")
+        >>> from evigraph.protocol.tags import TagProtocol, TagSpec
+        >>> quotes = TagProtocol("quotes", (TagSpec("quote", purpose="copied text"),), allow_free_text=True)
+        >>> parsed = parse_steps("## Step 1: check\\n<quote>a</quote>\\n## Final Output\\n[]", protocol=quotes)
         >>> [(s.number, [q.content for q in s.quotes]) for s in parsed.steps], parsed.sections[0].header
         ([(1, ['a'])], '## Final Output')
     """

@@ -18,8 +18,9 @@ Parsing is **total**: :meth:`TagProtocol.parse` never raises on any string. A *t
 Free text is whatever lies outside top-level blocks (:attr:`ParsedText.free_spans`); only space, tab, CR and
 LF count as whitespace there, the same set the decoding regex allows between blocks.
 
-Method-specific rules (Veri-R1 F1–F8, RLSeek P1–P5) are functions over :class:`ParsedText` /
-:class:`ParsedTranscript`; this module knows nothing about them.
+Each method declares its protocol next to its agent (``evigraph.agents.<method>.protocol``); method-specific
+rules (Veri-R1 F1–F8, RLSeek P1–P5) are functions over :class:`ParsedText` / :class:`ParsedTranscript`. This
+module knows nothing about them.
 """
 
 from __future__ import annotations
@@ -37,10 +38,7 @@ from evigraph.protocol.escaping import DEFAULT_GUARDS, EscapedText, Guards, esca
 from evigraph.trajectory import Segment
 
 __all__ = (
-    "QUOTE_PROTOCOL",
-    "QUOTE_TAG",
-    "SEARCH_R1_PROTOCOL",
-    "VERI_R1_PROTOCOL",
+    "WHITESPACE",
     "Block",
     "FormatIssue",
     "IssueCode",
@@ -190,10 +188,12 @@ class TagProtocol:
             (transitively) contain itself, or guards that leave ``<`` alone.
 
     Example:
-        >>> parsed = VERI_R1_PROTOCOL.parse("<search>q</search><information>x</information>")
+        >>> tags = (TagSpec("search", purpose="a query"), TagSpec("information", writer="environment", purpose="hits"))
+        >>> protocol = TagProtocol("demo", tags)
+        >>> parsed = protocol.parse("<search>q</search><information>x</information>")
         >>> [(b.tag, b.content) for b in parsed.blocks], [i.code for i in parsed.issues]
         ([('search', 'q'), ('information', 'x')], ['environment_tag_in_policy'])
-        >>> VERI_R1_PROTOCOL.format_ok(parsed)
+        >>> protocol.format_ok(parsed)
         False
     """
 
@@ -443,38 +443,3 @@ _EXIT = r"<(?:[^</A-Za-z]|/[^<A-Za-z]|/?[A-Za-z][A-Za-z0-9_-]*[^<>A-Za-z0-9_-])"
 def _no_tags(children: tuple[str, ...]) -> str:
     exits = "|".join((_EXIT, *children))
     return f"(?:[^<]|(?:{_PENDING})*(?:{exits}))*(?:{_PENDING})*"
-
-
-SEARCH_R1_PROTOCOL = TagProtocol(
-    "search-r1",
-    (
-        TagSpec("think", purpose="your reasoning; reason here first, and again whenever new results arrive"),
-        TagSpec("search", purpose="one search query, whenever you are missing knowledge; results follow"),
-        TagSpec("information", writer="environment", purpose="the retrieved passages for your last search"),
-        TagSpec("answer", purpose="the final short answer, with no explanation", max_count=1),
-    ),
-)
-"""Search-R1 (specs/stepgap.md §2.1): think / search / information / answer."""
-
-VERI_R1_PROTOCOL = TagProtocol(
-    "veri-r1",
-    (
-        TagSpec("plan", purpose="your strategy for checking the claim, written once before anything else", max_count=1),
-        TagSpec("search", purpose="one query for the fact you need next; do not repeat a query", max_count=3),
-        TagSpec(
-            "information",
-            writer="environment",
-            purpose="the entries retrieved for your last search, one per line as [[id]]: text",
-        ),
-        TagSpec("think", purpose="your reasoning, right after every new information block; no verdict here"),
-        TagSpec("answer", purpose="the verdict and the ids of the entries that justify it, written last", max_count=1),
-    ),
-)
-"""Veri-R1 (specs/veri-r1.md §2.1): plan / search / information / think / answer. Answer grammar and the
-F1–F8 checklist live in the agent."""
-
-QUOTE_TAG = TagSpec("quote", purpose="a passage copied character for character from the source text")
-"""RLSeek's evidence quote (specs/rlseek.md §2.2)."""
-
-QUOTE_PROTOCOL = TagProtocol("rlseek-quote", (QUOTE_TAG,), allow_free_text=True)
-"""Quotes inside free Markdown reasoning: what :func:`~evigraph.protocol.steps.parse_steps` reads by default."""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.errors import ConfigError
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
 from evigraph.trajectory import Evidence, Segment
 from tests.markers import requires_pyserini
 

@@ -19,7 +19,8 @@ import pytest
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigError
-from evigraph.generators.base import BaseGenerator, Guide, SamplingParams, StructuredResult
+from evigraph.generators.base import BaseGenerator
+from evigraph.generators.types import Guide, SamplingParams, StructuredResult
 from evigraph.trajectory import Segment
 
 PROMPT = [

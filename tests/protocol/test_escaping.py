@@ -8,6 +8,7 @@ import pickle
 import pytest
 from pydantic import ValidationError
 
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.errors import ConfigError
 from evigraph.protocol import escaping, steps, tags
 from evigraph.protocol.escaping import DEFAULT_GUARDS, EscapedText, Guard, Guards, escape_untrusted, neutralize
@@ -113,7 +114,7 @@ def test_inconsistent_bookkeeping_is_rejected(fields: dict[str, object]) -> None
 
 def test_declarations_pickle() -> None:
     # Reward functions built on protocols cross process boundaries (Ray).
-    assert pickle.loads(pickle.dumps(tags.VERI_R1_PROTOCOL)) == tags.VERI_R1_PROTOCOL
+    assert pickle.loads(pickle.dumps(VERI_R1_PROTOCOL)) == VERI_R1_PROTOCOL
     assert pickle.loads(pickle.dumps(DEFAULT_GUARDS)) == DEFAULT_GUARDS
 
 

@@ -11,11 +11,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
+from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.protocol import (
     DEFAULT_GUARDS,
-    QUOTE_PROTOCOL,
-    SEARCH_R1_PROTOCOL,
-    VERI_R1_PROTOCOL,
     Block,
     Guard,
     ParsedText,
@@ -90,7 +90,7 @@ def test_parse_is_total_and_consistent(text: str, writer: str) -> None:
 @fast(1600)
 @given(text=any_text)
 def test_parse_steps_is_total(text: str) -> None:
-    parsed = parse_steps(text)
+    parsed = parse_steps(text, protocol=QUOTE_PROTOCOL)
     assert parsed.steps
     for step in parsed.steps:
         assert text[step.body_start : step.end] == step.body
@@ -238,7 +238,7 @@ def test_escaped_text_parses_as_plain_text(text: str) -> None:
     for protocol in (VERI, QUOTE_PROTOCOL):
         parsed = protocol.parse(escaped)
         assert parsed.blocks == () and parsed.issues == ()
-    assert parse_steps(escaped).steps[0].quotes == ()
+    assert parse_steps(escaped, protocol=QUOTE_PROTOCOL).steps[0].quotes == ()
 
 
 # (e) the decoding regex accepts exactly the well-formed turns ----------------------------------------------

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evigraph.protocol import SEARCH_R1_PROTOCOL, ParsedSteps, parse_steps
+from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
+from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
+from evigraph.protocol import ParsedSteps
+from evigraph.protocol import parse_steps as parse_with
 
 RLSEEK_2_2 = (
     "Let me check the summary.\n"
@@ -18,6 +21,10 @@ RLSEEK_2_2 = (
     "<quote>ignored</quote>\n"
     '```json\n{"hallucination list": []}\n```\n'
 )
+
+
+def parse_steps(text: str) -> ParsedSteps:
+    return parse_with(text, protocol=QUOTE_PROTOCOL)
 
 
 def quotes(parsed: ParsedSteps) -> list[list[str]]:
@@ -125,5 +132,5 @@ def test_absurd_step_number_is_kept_as_text() -> None:
 
 
 def test_other_protocols_can_be_read_inside_steps() -> None:
-    (step,) = parse_steps("## Step 1\n<think>t</think>", protocol=SEARCH_R1_PROTOCOL).steps
+    (step,) = parse_with("## Step 1\n<think>t</think>", protocol=SEARCH_R1_PROTOCOL).steps
     assert [b.tag for b in step.blocks] == ["think"] and step.quotes == ()

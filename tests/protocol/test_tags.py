@@ -6,11 +6,11 @@ import re
 
 import pytest
 
+from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
+from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.errors import ConfigError
 from evigraph.protocol import (
-    QUOTE_PROTOCOL,
-    SEARCH_R1_PROTOCOL,
-    VERI_R1_PROTOCOL,
     Guard,
     Guards,
     ParsedText,

@@ -70,9 +70,10 @@ def test_label_token_probability_reads_the_first_label_token() -> None:
     ids = tokenizer.encode(text)
     logprobs = [-0.01] * len(ids)
     logprobs[text.index("REFUTE")] = math.log(0.9)
-    assert label_token_probability(text, ids, logprobs, tokenizer.decode) == pytest.approx(0.9)
-    assert label_token_probability("<answer>Label: maybe</answer>", [1], [0.0], tokenizer.decode) is None
-    assert label_token_probability(text, ids, logprobs[:-1], tokenizer.decode) is None
+    assert label_token_probability(ids, logprobs, tokenizer.decode) == pytest.approx(0.9)
+    maybe = tokenizer.encode("<answer>Label: maybe</answer>")
+    assert label_token_probability(maybe, [0.0] * len(maybe), tokenizer.decode) is None
+    assert label_token_probability(ids, logprobs[:-1], tokenizer.decode) is None
 
 
 def test_confidence_tiers_use_the_spec_bounds() -> None:
@@ -81,7 +82,7 @@ def test_confidence_tiers_use_the_spec_bounds() -> None:
 
 def test_environment_notes_hold_no_protocol_tags() -> None:
     from evigraph.agents.veri_r1 import prompts
-    from evigraph.protocol.tags import VERI_R1_PROTOCOL
+    from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 
     notes = [
         prompts.INVALID_ACTION_NOTE,

@@ -12,7 +12,7 @@ from evigraph.agents.veri_r1.labels import (
     normalize_id,
     relaxes_evidence,
 )
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
 

@@ -13,7 +13,7 @@ from evigraph.agents.veri_r1.format_rules import (
     information_ids,
     split_response,
 )
-from evigraph.protocol.tags import VERI_R1_PROTOCOL
+from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.trajectory import Segment
 from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
