@@ -54,7 +54,8 @@ class AgentRow(BaseModel):
     name: str
     description: str
     verb: str | None
-    hooks: list[str]
+    commands: list[str]
+    """The evigraph commands the agent answers (``eval``, ``score``, ``reward``, its verb ...)."""
 
 
 class Diagnostics(BaseModel):
@@ -101,7 +102,7 @@ def collect_diagnostics(settings: Settings) -> Diagnostics:
         packages=[PackageStatus(name=n, version=_version(n), needed_for=w, install_hint=h) for n, w, h in _PACKAGES],
         embedded_model=_embedded_model(),
         agents=[
-            AgentRow(name=s.name, description=s.description, verb=s.verb, hooks=sorted(s.hooks))
+            AgentRow(name=s.name, description=s.description, verb=s.verb, commands=s.commands())
             for s in agents.values()
         ],
         broken_agents={name: b.error for name, b in broken.items()},

@@ -1,9 +1,12 @@
 """The agent registry: what a verification method plugs into.
 
 An agent is declared by an :class:`AgentSpec`: its name, what it does, and *import paths*
-(``"package.module:attribute"``) of its graph builder, input/output schemas, reward and metric functions and
-CLI hooks. Paths, not objects, keep ``evigraph info`` and ``evigraph --help`` light: nothing heavy is imported
-until a hook is used.
+(``"package.module:attribute"``) of the pieces the framework drives -- its config model, graph builder, graph
+input/output schemas, rewards, evaluation adapter and any extra CLI hooks. Paths, not objects, keep
+``evigraph info`` and ``evigraph --help`` light: nothing heavy is imported until a command needs it.
+:meth:`AgentSpec.load` resolves every path and checks what it finds (a config *model*, a builder that accepts
+the framework's call, :class:`~evigraph.rewards.AgentReward` objects, an
+:class:`~evigraph.evaluation.adapter.EvalAdapter`), so a broken plug-in fails with a message naming the field.
 
 Built-in agents and third-party packages register the same way, through the entry-point group
 ``evigraph.agents`` (each entry point names an ``AgentSpec`` object)::
@@ -12,28 +15,33 @@ Built-in agents and third-party packages register the same way, through the entr
     my-checker = "my_package.agent:SPEC"
 
 :func:`register_agent` adds one at run time (tests, notebooks). A plug-in that fails to load is reported by
-:func:`load_agents` and ``evigraph info`` instead of breaking every other agent.
+:func:`load_agents` and ``evigraph info`` instead of breaking every other agent. ``docs/adding-an-agent.md``
+walks through writing one.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Literal, is_typeddict
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evigraph.errors import ConfigError
 
 __all__ = (
+    "BUILTIN_COMMANDS",
     "ENTRY_POINT_GROUP",
     "HOOKS",
     "AgentSpec",
     "BrokenAgent",
+    "LoadedAgent",
+    "Resource",
     "get_agent",
     "load_agents",
     "register_agent",
@@ -45,10 +53,17 @@ logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "evigraph.agents"
 
 HOOKS: tuple[str, ...] = ("run", "eval", "score", "reward", "filter")
-"""CLI hooks an agent may provide. ``run`` backs the agent's own verb (``verify``, ``check``, ...)."""
+"""CLI hooks an agent may provide. ``run`` backs the agent's own verb (``verify``, ``check``, ...); ``eval``,
+``score`` and ``reward`` replace the framework's commands built from the spec (rarely needed)."""
 
-VERBS: tuple[str, ...] = ("verify", "check", "detect", "attribute", "rank")
-"""The method verbs of the CLI (``evigraph verify ...``); an agent claims at most one."""
+BUILTIN_COMMANDS: frozenset[str] = frozenset(
+    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "filter", "help"}
+)
+"""Top-level command names no agent verb may take."""
+
+Resource = Literal["search"]
+"""Tools the framework opens for an agent from command-line flags and hands to its graph builder by name
+(``search``: ``--corpus NAME|DIR`` or ``--retriever-url URL``)."""
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -74,7 +89,7 @@ def resolve(path: str) -> Any:
 
 
 class AgentSpec(BaseModel):
-    """Everything the framework needs to know about one agent, as import paths."""
+    """Everything the framework needs to know about one agent, as import paths (checked by :meth:`load`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -82,17 +97,27 @@ class AgentSpec(BaseModel):
     """Registry key and CLI argument, lowercase with dashes (``veri-r1``)."""
     description: str
     verb: str | None = None
-    """The CLI verb this agent answers (one of ``VERBS``), if any."""
+    """The top-level command that runs this agent once (``evigraph verify``); needs a ``run`` hook. Any
+    lowercase word that is not a built-in command; the first agent (by name) to claim a verb gets it."""
+    config: str | None = None
+    """``module:Model``: the agent's config, a pydantic model. Its scalar fields become flags of the agent's
+    commands and keys of its ``[agents.NAME]`` config section."""
     graph_builder: str | None = None
-    """``module:function`` building the compiled LangGraph graph."""
+    """``module:function`` compiling the graph: called as ``build(generator, config=..., sampling=...,
+    **resources)``."""
     input_schema: str | None = None
+    """``module:Type``: what the compiled graph's ``ainvoke`` takes."""
     output_schema: str | None = None
+    """``module:Type``: what the compiled graph's ``ainvoke`` returns."""
     rewards: dict[str, str] = Field(default_factory=dict)
-    """Reward component name → ``module:function``."""
-    metrics: str | None = None
-    """``module:function`` computing the evaluation report from predictions and gold records."""
+    """Reward name → ``module:object``, each an :class:`~evigraph.rewards.AgentReward`; the first is the
+    default of ``evigraph reward`` and the trainer."""
+    evaluation: str | None = None
+    """``module:object``: the :class:`~evigraph.evaluation.adapter.EvalAdapter` behind ``eval`` and ``score``."""
+    resources: tuple[Resource, ...] = ()
+    """Tools the graph builder takes by keyword (see :data:`Resource`)."""
     hooks: dict[str, str] = Field(default_factory=dict)
-    """CLI hook name (one of ``HOOKS``) → ``module:function``."""
+    """CLI hook name (one of ``HOOKS``) → ``module:function``, a typer command."""
 
     @field_validator("name")
     @classmethod
@@ -104,8 +129,9 @@ class AgentSpec(BaseModel):
     @field_validator("verb")
     @classmethod
     def _check_verb(cls, value: str | None) -> str | None:
-        if value is not None and value not in VERBS:
-            raise ValueError(f"verb must be one of {', '.join(VERBS)}, got {value!r}")
+        if value is not None and (not _NAME.match(value) or value in BUILTIN_COMMANDS):
+            reserved = ", ".join(sorted(BUILTIN_COMMANDS))
+            raise ValueError(f"a verb is a lowercase word with dashes and no built-in command ({reserved}): {value!r}")
         return value
 
     @field_validator("hooks")
@@ -116,12 +142,35 @@ class AgentSpec(BaseModel):
             raise ValueError(f"unknown hook(s) {unknown}; accepted: {', '.join(HOOKS)}")
         return value
 
-    @field_validator("graph_builder", "input_schema", "output_schema", "metrics")
+    @field_validator("config", "graph_builder", "input_schema", "output_schema", "evaluation")
     @classmethod
     def _check_path(cls, value: str | None) -> str | None:
         if value is not None and not _IMPORT_PATH.match(value):
             raise ValueError(f"expected 'package.module:attribute', got {value!r}")
         return value
+
+    @field_validator("rewards", "hooks")
+    @classmethod
+    def _check_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, path in value.items():
+            if not _IMPORT_PATH.match(path):
+                raise ValueError(f"{key}: expected 'package.module:attribute', got {path!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_verb_has_run(self) -> AgentSpec:
+        if self.verb is not None and "run" not in self.hooks:
+            raise ValueError(f"verb {self.verb!r} needs a 'run' hook (the command it runs)")
+        return self
+
+    def commands(self) -> list[str]:
+        """The ``evigraph`` commands this agent answers (hooks and what its contract makes available)."""
+        provided = set(self.hooks) - {"run"}
+        if self.evaluation:
+            provided |= {"score"} | ({"eval"} if self.graph_builder else set())
+        if self.rewards:
+            provided.add("reward")
+        return sorted(provided) + ([self.verb] if self.verb else [])
 
     def hook(self, name: str) -> Callable[..., Any]:
         """The callable behind CLI hook ``name``.
@@ -133,6 +182,129 @@ class AgentSpec(BaseModel):
             provided = ", ".join(sorted(self.hooks)) or "none"
             raise ConfigError(f"agent {self.name!r} has no {name!r} hook (it provides: {provided})")
         return resolve(self.hooks[name])
+
+    def load(self) -> LoadedAgent:
+        """Resolve every import path and check the kind of each object.
+
+        Raises:
+            ConfigError: a path that does not import, or an object of the wrong kind; the message names the
+                agent, the field and the path.
+        """
+        return _load(self)
+
+
+@dataclass(frozen=True)
+class LoadedAgent:
+    """An :class:`AgentSpec` with its objects resolved and checked."""
+
+    spec: AgentSpec
+    config: type[BaseModel] | None
+    graph_builder: Callable[..., Any] | None
+    input_schema: type | None
+    output_schema: type | None
+    rewards: Mapping[str, Any]
+    """Name → :class:`~evigraph.rewards.AgentReward`."""
+    evaluation: Any | None
+    """The :class:`~evigraph.evaluation.adapter.EvalAdapter`."""
+    hooks: Mapping[str, Callable[..., Any]]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def reward(self, name: str | None = None) -> Any:
+        """The reward called ``name`` (default: the first declared).
+
+        Raises:
+            ConfigError: no such reward (the message lists them).
+        """
+        if not self.rewards:
+            raise ConfigError(f"agent {self.name!r} declares no reward")
+        if name is None:
+            return next(iter(self.rewards.values()))
+        if name not in self.rewards:
+            raise ConfigError(f"agent {self.name!r} has no reward {name!r}; it has: {', '.join(self.rewards)}")
+        return self.rewards[name]
+
+    def require(self, part: str) -> Any:
+        """``graph_builder``, ``evaluation`` or ``config``, or a ConfigError saying the agent lacks it."""
+        value = getattr(self, part)
+        if value is None:
+            raise ConfigError(f"agent {self.name!r} declares no {part} (AgentSpec.{part})")
+        return value
+
+
+def _load(spec: AgentSpec) -> LoadedAgent:
+    from evigraph.evaluation.adapter import EvalAdapter
+    from evigraph.rewards import AgentReward
+
+    def get(field_name: str, path: str | None, check: Callable[[Any], str | None]) -> Any:
+        if path is None:
+            return None
+        try:
+            obj = resolve(path)
+        except ConfigError as error:
+            raise ConfigError(f"agent {spec.name!r}: {field_name}: {error}") from None
+        problem = check(obj)
+        if problem:
+            raise ConfigError(f"agent {spec.name!r}: {field_name} {path!r} {problem}")
+        return obj
+
+    def is_model(obj: Any) -> str | None:
+        return None if isinstance(obj, type) and issubclass(obj, BaseModel) else "is not a pydantic model class"
+
+    def is_schema(obj: Any) -> str | None:
+        ok = isinstance(obj, type) and (issubclass(obj, BaseModel) or is_typeddict(obj))
+        return None if ok else "is not a TypedDict or pydantic model class"
+
+    def is_builder(obj: Any) -> str | None:
+        if not callable(obj):
+            return "is not callable"
+        keywords = {"config": None, "sampling": None, **{name: None for name in spec.resources}}
+        try:
+            inspect.signature(obj).bind(None, **keywords)
+        except TypeError as error:
+            wanted = ", ".join(["generator", *(f"{k}=" for k in keywords)])
+            return f"cannot be called as build({wanted}): {error}"
+        return None
+
+    def is_reward(obj: Any) -> str | None:
+        if not isinstance(obj, AgentReward) or not callable(obj):
+            return "is not an AgentReward (a callable with __name__, scalar and gold_schema)"
+        if not isinstance(obj.scalar, str) or is_model(obj.gold_schema):
+            return "needs a str scalar and a pydantic gold_schema"
+        return None
+
+    def is_adapter(obj: Any) -> str | None:
+        if not isinstance(obj, EvalAdapter):
+            missing = [m for m in _protocol_members(EvalAdapter) if not hasattr(obj, m)]
+            return f"is not an EvalAdapter (missing: {', '.join(missing)})"
+        if is_model(obj.options):
+            return "has options that are not a pydantic model class"
+        return None
+
+    def is_callable(obj: Any) -> str | None:
+        return None if callable(obj) else "is not callable"
+
+    return LoadedAgent(
+        spec=spec,
+        config=get("config", spec.config, is_model),
+        graph_builder=get("graph_builder", spec.graph_builder, is_builder),
+        input_schema=get("input_schema", spec.input_schema, is_schema),
+        output_schema=get("output_schema", spec.output_schema, is_schema),
+        rewards={name: get(f"rewards.{name}", path, is_reward) for name, path in spec.rewards.items()},
+        evaluation=get("evaluation", spec.evaluation, is_adapter),
+        hooks={name: get(f"hooks.{name}", path, is_callable) for name, path in spec.hooks.items()},
+    )
+
+
+def _protocol_members(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for klass in protocol.__mro__[:-1]
+        for name in {*vars(klass), *getattr(klass, "__annotations__", {})}
+        if not name.startswith("_")
+    )
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ All models round-trip through JSON (``model_dump_json`` / ``model_validate_json`
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,10 +26,17 @@ __all__ = (
     "Timing",
     "Trajectory",
     "TrajectoryError",
+    "flat_response",
 )
 
 Origin = Literal["prompt", "policy", "environment"]
 """Who wrote a segment. Only ``policy`` tokens are trained on; the rest are masked."""
+
+
+def flat_response(segments: Sequence[Segment]) -> str:
+    """Policy and environment text in order, after the prompt: the ``response`` string other systems' records
+    store (and what flat-text evaluators read)."""
+    return "".join(s.text for s in segments if s.origin != "prompt")
 
 
 class Evidence(BaseModel):
@@ -96,15 +104,19 @@ class RewardComponent(BaseModel):
 class Step(BaseModel):
     """One agent step (a turn, a ``## Step N`` block, a checker stage ...).
 
-    ``segment_index`` points at the policy segment the step came from; ``token_span`` is the half-open
-    ``[start, end)`` range of that step's policy tokens in the full sequence (filled once token ids are
-    known). ``payload`` holds the agent's typed step record (dumped to a dict at this boundary).
+    ``segment_index`` points at the policy segment the step came from and ``char_span`` (when the step is a
+    part of that segment, e.g. one ``## Step N`` block) at its characters there; ``token_span`` is the
+    half-open ``[start, end)`` range of the step's tokens in the full sequence (filled once token ids are
+    known, see :func:`evigraph.graphs.assembly.assemble_trajectory`). ``payload`` holds the agent's typed
+    step record (dumped to a dict at this boundary).
     """
 
     index: int
     kind: str
     text: str
     segment_index: int | None = None
+    char_span: tuple[int, int] | None = None
+    """Half-open character range of the step inside its segment's text; ``None`` = the whole segment."""
     token_span: tuple[int, int] | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
     rewards: list[RewardComponent] = Field(default_factory=list)
@@ -139,6 +151,8 @@ class Trajectory(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     output: dict[str, Any] | None = None
     rewards: list[RewardComponent] = Field(default_factory=list)
+    reward_scalar: str | None = None
+    """Which of ``rewards`` the trainer optimises (the agent's reward declares it); ``None`` when unscored."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
     error: TrajectoryError | None = None
@@ -151,6 +165,11 @@ class Trajectory(BaseModel):
     def policy_text(self) -> str:
         """Everything the policy wrote, in order (what format rewards read)."""
         return "".join(s.text for s in self.segments if s.origin == "policy")
+
+    @property
+    def response(self) -> str:
+        """:func:`flat_response` of the segments."""
+        return flat_response(self.segments)
 
     def reward(self, type: str) -> float | None:
         """The value of the reward component named ``type``, or ``None`` if absent."""

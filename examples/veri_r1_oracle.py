@@ -66,7 +66,7 @@ def oracle_reports(data_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
         predictions = asyncio.run(run_oracle(claims))
         gold = {c.id: c.gold for c in claims if c.gold is not None}
         reports[name] = {
-            mode: score_predictions(predictions, gold, compat=mode == "compat").report.model_dump()
+            mode: score_predictions(predictions, gold, compat=mode == "compat").model_dump()
             for mode in ("clean", "compat")
         }
     return reports

@@ -1,65 +1,61 @@
-"""The Veri-R1 graphs: online claim verification (plan → (search → information → think)* → answer) and the
-offline variant (evidence given in the prompt, one reasoning-and-answer turn).
+"""The Veri-R1 graph (specs/veri-r1.md §2): online claim verification, plan → (search → information → think)* →
+answer, and its offline variant (entries given in the prompt, one reasoning-and-answer turn).
 
-The graph is a handful of named nodes over :class:`VeriR1State`; every decision is a plain function in
-:mod:`evigraph.agents.veri_r1` (turn routing, answer parsing, format rules, rewards), so it is unit-tested
-without LangGraph. Usage::
+Nodes: ``start`` (the prompt) → ``generate`` (one policy turn) → ``retrieve`` (run the search, add the
+information block) or ``note`` (a corrective note) → back to ``generate``; a final turn goes to ``finish``.
+Every decision is a plain function of :mod:`evigraph.agents.veri_r1` (turn routing, prompts and notes, the
+verdict, rewards); the generic end of a run (exact ids, step spans, the reward) is
+:func:`evigraph.graphs.assembly.assemble_trajectory`. Usage::
 
     graph = build_veri_r1_graph(generator, search)
-    state = await graph.ainvoke({"claim": "Hog Island Light was first lit in 1853."})
-    state["output"].label, state["output"].evidence, state["trajectory"]
+    result = await graph.ainvoke({"claim": "Hog Island Light was first lit in 1853."})
+    result["output"].label, result["output"].evidence, result["trajectory"]
 
-The compiled graph is safe to invoke concurrently: all per-run data lives in the state.
+Per-run settings (the generator, sampling, a whole-sequence token budget, strict token mode) come through
+LangGraph's run context (:class:`~evigraph.graphs.context.RunContext`), so one compiled graph serves many
+concurrent runs; all per-run data lives in the state.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from evigraph.agents.veri_r1.actions import TurnAction, classify_turn, normalize_query
-from evigraph.agents.veri_r1.answer import parse_answer
-from evigraph.agents.veri_r1.confidence import label_token_probability
 from evigraph.agents.veri_r1.decoding import turn_regex
-from evigraph.agents.veri_r1.format_rules import check_format
-from evigraph.agents.veri_r1.labels import normalize_gold_label, normalize_id
 from evigraph.agents.veri_r1.prompts import (
-    BUDGET_SPENT_NOTE,
-    INVALID_ACTION_NOTE,
-    NO_ENTRIES,
     answer_now_note,
+    correction_note,
     duplicate_query_note,
-    forged_information_note,
+    information_turn,
     offline_prompt,
     online_prompt,
 )
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
-from evigraph.agents.veri_r1.rewards import final_reward
-from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
+from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Inputs, VeriR1Output, VeriR1Result
+from evigraph.agents.veri_r1.scoring import FINAL_REWARD
+from evigraph.agents.veri_r1.verdict import conclude
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
+from evigraph.graphs.assembly import assemble_trajectory
+from evigraph.graphs.context import RunContext, RunScope
 from evigraph.text_budget import truncate_to_tokens
+from evigraph.tokens import plan_turn
 from evigraph.tools.search import SearchTool, render_information
 from evigraph.trajectory import Evidence, Segment, Step, Timing, Trajectory, TrajectoryError
 
-__all__ = (
-    "AGENT_NAME",
-    "Progress",
-    "Turn",
-    "VeriR1State",
-    "build_offline_graph",
-    "build_veri_r1_graph",
-    "flat_response",
-)
+__all__ = ("AGENT_NAME", "Progress", "Turn", "VeriR1State", "build_offline_graph", "build_veri_r1_graph")
 
 AGENT_NAME = "veri-r1"
+
+ENVIRONMENT_OVERHEAD_TOKENS = 128
+"""What an environment turn adds beyond its entries (chat wrapper, tags, notes): a bound for the budget."""
 
 
 class Turn(NamedTuple):
@@ -98,6 +94,8 @@ class Progress(NamedTuple):
     turns: tuple[Turn, ...] = ()
     action: TurnAction | None = None
     """The routing decision for the newest policy turn."""
+    n_tokens: int = 0
+    """Tokens in the sequence so far; counted only while a whole-sequence budget applies."""
     error: TrajectoryError | None = None
     started_at: float = 0.0
     generate_s: float = 0.0
@@ -113,24 +111,7 @@ class VeriR1State(TypedDict, total=False):
     id: str
     evidence: list[Evidence]
     gold: dict[str, Any]
-    """``{"label": ..., "evidence": [...]}``: when given, the trajectory carries the reward components."""
     progress: Progress
-    output: VeriR1Output
-    trajectory: Trajectory
-
-
-class VeriR1Inputs(TypedDict, total=False):
-    """What ``ainvoke`` takes: ``claim`` (required), ``id``, ``evidence`` (offline runs), ``gold`` (rewards)."""
-
-    claim: str
-    id: str
-    evidence: list[Evidence]
-    gold: dict[str, Any]
-
-
-class VeriR1Result(TypedDict):
-    """What ``ainvoke`` returns."""
-
     output: VeriR1Output
     trajectory: Trajectory
 
@@ -141,206 +122,215 @@ class _ProgressOnly(TypedDict):
     progress: Progress
 
 
-def flat_response(segments: Sequence[Segment]) -> str:
-    """Policy and environment text in order: the ``response`` string other systems' records store."""
-    return "".join(s.text for s in segments if s.origin != "prompt")
-
-
-def _tokenizer(generator: Generator) -> Any | None:
-    return getattr(generator, "tokenizer", None)
+Context = Runtime[RunContext]
 
 
 class _Nodes:
-    """Node functions bound to one generator, search tool and config."""
+    """Node functions bound to one search tool and config (the generator may come per run)."""
 
     def __init__(
         self,
-        generator: Generator,
+        generator: Generator | None,
         search: SearchTool | None,
         config: VeriR1Config,
-        *,
-        offline: bool,
         sampling: SamplingParams | None,
     ) -> None:
-        self.generator, self.search, self.config, self.offline = generator, search, config, offline
+        self.generator, self.search, self.config = generator, search, config
         # Temperature, top-p and seed come from the caller; the stops and the per-turn cap are the protocol's.
         self.params = (sampling or SamplingParams()).model_copy(
             update={
-                "stop": ("</answer>",) if offline else VERI_R1_PROTOCOL.stop_strings("search", "answer"),
-                "max_new_tokens": config.offline_max_new_tokens if offline else config.max_new_tokens,
+                "stop": VERI_R1_PROTOCOL.stop_strings(*(("answer",) if config.offline else ("search", "answer"))),
+                "max_new_tokens": config.turn_cap,
                 "logprobs": config.logprobs,
             }
         )
-        self.max_turns = 1 if offline else config.turns
+        self.max_observation = config.max_information_tokens + ENVIRONMENT_OVERHEAD_TOKENS
+
+    def scope(self, runtime: Context) -> RunScope:
+        return RunScope.resolve(runtime, self.generator)
+
+    def _last_turn_forced(self, used: int, scope: RunScope) -> bool:
+        """Whether the budget leaves room for nothing but the final turn after ``used`` tokens."""
+        if scope.limit is None:
+            return False
+        plan = plan_turn(
+            used=used,
+            turn_cap=self.config.turn_cap,
+            final_cap=self.config.turn_cap,
+            max_observation=self.max_observation,
+            limit=scope.limit,
+        )
+        return plan is None or plan.final
+
+    def _environment(self, run: Progress, scope: RunScope, text_for: Any, last_turn: bool) -> tuple[Segment, int]:
+        """The environment segment ``text_for(last_turn)`` and the sequence length after it; when the budget
+        makes the next turn the last, the segment is rebuilt to say so."""
+        segment = Segment(origin="environment", text=text_for(last_turn))
+        if scope.limit is None:
+            return segment, run.n_tokens
+        used = run.n_tokens + scope.count(segment, run.transcript[-1])
+        if not last_turn and self._last_turn_forced(used, scope):
+            segment = Segment(origin="environment", text=text_for(True))
+            used = run.n_tokens + scope.count(segment, run.transcript[-1])
+        return segment, used
 
     # -- nodes (all async: no thread-pool hop per step) ---------------------------------------------
-    async def start(self, state: VeriR1State) -> dict[str, Any]:
+    async def start(self, state: VeriR1State, runtime: Context) -> dict[str, Any]:
+        scope = self.scope(runtime)
         claim = state["claim"]
-        if self.offline:
+        if self.config.offline:
             given = list(state.get("evidence") or [])
             prompt = offline_prompt(claim, given)
             seen = tuple(dict.fromkeys(e.id for e in given))
         else:
             prompt, seen = online_prompt(claim, max_searches=self.config.max_searches), ()
         transcript = (Segment(origin="prompt", role="user", text=prompt),)
-        return {"progress": Progress(transcript=transcript, seen_ids=seen, started_at=time.time())}
+        n_tokens = scope.prompt_tokens(transcript) if scope.limit is not None else 0
+        return {"progress": Progress(transcript=transcript, seen_ids=seen, n_tokens=n_tokens, started_at=time.time())}
 
-    async def generate(self, state: _ProgressOnly) -> dict[str, Any]:
+    async def generate(self, state: _ProgressOnly, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
         if run.error is not None:  # a failed search: nothing to generate, the router finishes the run
             return {}
-        started = time.perf_counter()
-        params = self.params
-        if self.config.constrained:
-            may_search = (
-                not self.offline and run.n_search < self.config.max_searches and run.n_turns + 1 < self.max_turns
-            )
+        scope = self.scope(runtime)
+        config = self.config
+        plan = plan_turn(
+            used=run.n_tokens,
+            turn_cap=config.turn_cap,
+            final_cap=config.turn_cap,
+            max_observation=self.max_observation,
+            limit=scope.limit,
+        )
+        if plan is None:
+            message = f"the prompt alone fills the sequence budget of {scope.limit} tokens"
+            return {
+                "progress": run._replace(error=TrajectoryError(type="BudgetExhausted", message=message, where="budget"))
+            }
+        last = plan.final or run.n_turns + 1 >= config.turns
+        protocol: dict[str, Any] = {}
+        if plan.max_new_tokens != config.turn_cap:
+            protocol["max_new_tokens"] = plan.max_new_tokens
+        if config.constrained:
             regex = turn_regex(
-                first=run.n_turns == 0 and not self.offline,
-                may_search=may_search,
+                first=run.n_turns == 0 and not config.offline,
+                may_search=not config.offline and run.n_search < config.max_searches and not last,
                 seen_ids=run.seen_ids,
-                max_block_chars=self.config.guide_max_block_chars,
+                max_block_chars=config.guide_max_block_chars,
             )
-            params = params.model_copy(update={"guide": Guide.pattern(regex)})
-        try:
-            result = await self.generator.continue_transcript(run.transcript, params)
-        except Exception as error:  # a failed rollout is data: record it and finish
-            failure = TrajectoryError(type=type(error).__name__, message=str(error), where="generate")
-            return {"progress": run._replace(error=failure)}
+            protocol["guide"] = Guide.pattern(regex)
+        result = await scope.generate(run.transcript, scope.params(self.params, **protocol))
+        if result.error is not None:
+            return {"progress": run._replace(error=result.error, generate_s=run.generate_s + result.seconds)}
+        continuation = result.continuation
+        assert continuation is not None
+        segment = continuation.to_segment()
         n_turns = run.n_turns + 1
-        segment = result.to_segment()
-        if self.offline:
-            action = TurnAction(kind="answer" if "<answer>" in segment.text else "final_turn")
-        else:
-            action = classify_turn(
-                segment.text,
-                n_turns=n_turns,
-                n_search=run.n_search,
-                max_searches=self.config.max_searches,
-                max_turns=self.max_turns,
-            )
-        turn = Turn(kind=action.kind, segment_index=len(run.transcript), query=action.query)
+        action = classify_turn(
+            segment.text,
+            n_turns=n_turns,
+            n_search=run.n_search,
+            max_searches=config.max_searches,
+            max_turns=config.turns,
+            final=plan.final,
+        )
         progress = run._replace(
             transcript=(*run.transcript, segment),
             n_turns=n_turns,
             action=action,
-            turns=(*run.turns, turn),
-            generate_s=run.generate_s + time.perf_counter() - started,
-            generated_tokens=run.generated_tokens + len(result.token_ids or ()),
+            turns=(*run.turns, Turn(kind=action.kind, segment_index=len(run.transcript), query=action.query)),
+            n_tokens=run.n_tokens + scope.count(segment, run.transcript[-1]) if scope.limit is not None else 0,
+            generate_s=run.generate_s + result.seconds,
+            generated_tokens=run.generated_tokens + len(continuation.token_ids or ()),
         )
         return {"progress": progress}
 
-    async def retrieve(self, state: _ProgressOnly) -> dict[str, Any]:
+    async def retrieve(self, state: _ProgressOnly, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
+        scope = self.scope(runtime)
+        config = self.config
         query = run.action.query if run.action is not None and run.action.query else ""
-        assert self.search is not None  # online graphs always have a search tool
+        assert self.search is not None  # the builder refuses an online graph without one
         started = time.perf_counter()
         try:
             search = getattr(self.search, "asearch", None)
             if search is not None:
-                hits = await search(query, self.config.top_k)
+                hits = await search(query, config.top_k)
             else:
-                hits = await asyncio.to_thread(self.search.search, query, self.config.top_k)
+                hits = await asyncio.to_thread(self.search.search, query, config.top_k)
         except Exception as error:  # a failed tool call ends the run as data (generate passes it to finish)
             failure = TrajectoryError(type=type(error).__name__, message=str(error), where="search")
             return {"progress": run._replace(error=failure)}
-        hits = list(hits)[: self.config.top_k]
-        lines, truncated = truncate_to_tokens(
-            render_information(hits) or NO_ENTRIES, self.config.max_information_tokens, _tokenizer(self.generator)
-        )
-        notes = []
+        hits = list(hits)[: config.top_k]
+        tokenizer = scope.chat_format.tokenizer if scope.chat_format is not None else None
+        entries, truncated = truncate_to_tokens(render_information(hits), config.max_information_tokens, tokenizer)
         key = normalize_query(query)
         earlier = [normalize_query(q) for q in run.queries]
         duplicate_of = earlier.index(key) + 1 if key in earlier else None
-        if duplicate_of is not None:
-            notes.append(duplicate_query_note(duplicate_of))
+        notes = [duplicate_query_note(duplicate_of)] if duplicate_of is not None else []
         n_search = run.n_search + 1
-        if n_search >= self.config.max_searches or run.n_turns + 1 >= self.max_turns:
-            notes.append(answer_now_note())
-        text = f"\n<information>\n{lines}\n</information>\n" + "".join(f"{note}\n" for note in notes)
+        segment, n_tokens = self._environment(
+            run,
+            scope,
+            lambda last: information_turn(entries, [*notes, answer_now_note()] if last else notes),
+            n_search >= config.max_searches or run.n_turns + 1 >= config.turns,
+        )
         turn = run.turns[-1]._replace(hits=tuple(h.id for h in hits), duplicate_of=duplicate_of, truncated=truncated)
         progress = run._replace(
-            transcript=(*run.transcript, Segment(origin="environment", text=text)),
+            transcript=(*run.transcript, segment),
             n_search=n_search,
             queries=(*run.queries, query),
             seen_ids=tuple(dict.fromkeys((*run.seen_ids, *(h.id for h in hits)))),
             turns=(*run.turns[:-1], turn),
+            n_tokens=n_tokens,
             tools_s=run.tools_s + time.perf_counter() - started,
         )
         return {"progress": progress}
 
-    async def note(self, state: _ProgressOnly) -> dict[str, Any]:
+    async def note(self, state: _ProgressOnly, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
         kind = run.action.kind if run.action is not None else "invalid"
-        note = {
-            "over_budget": BUDGET_SPENT_NOTE,
-            "forged_information": forged_information_note(),
-        }.get(kind, INVALID_ACTION_NOTE)
-        if kind != "over_budget" and run.n_turns + 1 >= self.max_turns:
-            note += " " + answer_now_note(after_search=False)
-        return {
-            "progress": run._replace(transcript=(*run.transcript, Segment(origin="environment", text=f"\n{note}\n")))
-        }
+        segment, n_tokens = self._environment(
+            run,
+            self.scope(runtime),
+            lambda last: f"\n{correction_note(kind, last_turn=last)}\n",
+            run.n_turns + 1 >= self.config.turns,
+        )
+        return {"progress": run._replace(transcript=(*run.transcript, segment), n_tokens=n_tokens)}
 
-    async def finish(self, state: VeriR1State) -> dict[str, Any]:
+    async def finish(self, state: VeriR1State, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
-        transcript = list(run.transcript)
-        if (tokenizer_format := getattr(self.generator, "chat_format", None)) is not None:
-            # Exact ids serve training export; a transcript the template cannot render stays text-only.
-            with contextlib.suppress(ConfigError):
-                transcript = tokenizer_format.segment_token_ids(transcript)
-        policy = [s for s in transcript if s.origin == "policy"]
-        answer = parse_answer("".join(s.text for s in policy))
-        report = check_format(transcript, self.config.format.model_copy(update={"offline": self.offline}))
-        seen = {normalize_id(i) for i in run.seen_ids}
-        cited = list(answer.evidence)
-        unseen = [i for i in cited if i not in seen]
-        if self.config.restrict_to_retrieved:
-            cited = [i for i in cited if i in seen]
-        confidence = _confidence(policy[-1], self.generator) if policy and answer.label else None
-        output = VeriR1Output(
-            label=answer.label,
-            evidence=cited,
-            answered=answer.n_blocks > 0,
-            format_ok=report.ok,
-            format_failed=list(report.failed),
-            queries=list(run.queries),
+        scope = self.scope(runtime)
+        transcript = run.transcript
+        output = conclude(
+            transcript,
+            self.config,
+            seen_ids=run.seen_ids,
+            queries=run.queries,
             duplicate_queries=sum(1 for t in run.turns if t.duplicate_of is not None),
-            retrieved_ids=list(run.seen_ids),
-            cited_unretrieved=unseen,
-            confidence=confidence,
             n_turns=run.n_turns,
             n_searches=run.n_search,
+            decode=scope.chat_format.decode if scope.chat_format is not None else None,
         )
-        rewards = []
-        gold = state.get("gold")
-        if gold:
-            rewards = final_reward(
-                pred_label=output.label,
-                pred_evidence=output.evidence,
-                gold_label=normalize_gold_label(str(gold["label"])),
-                gold_evidence=[normalize_id(str(i)) for i in gold.get("evidence", [])],
-                format_ok=output.format_ok,
-            ).components()
-        steps = [turn.step(i, transcript[turn.segment_index].text) for i, turn in enumerate(run.turns)]
-        timing = Timing(
-            started_at=run.started_at,
-            wall_s=time.time() - run.started_at,
-            generate_s=run.generate_s,
-            tools_s=run.tools_s,
-            generated_tokens=run.generated_tokens,
-        )
-        trajectory = Trajectory(
-            id=str(state.get("id") or uuid.uuid4().hex),
+        offline = self.config.offline
+        trajectory = assemble_trajectory(
             agent=AGENT_NAME,
-            input={"claim": state["claim"], **({"evidence_ids": list(run.seen_ids)} if self.offline else {})},
-            segments=transcript,
-            steps=_with_token_spans(steps, transcript),
-            output=output.model_dump(),
-            rewards=rewards,
-            metadata={"variant": "offline" if self.offline else "online", "generator": self.generator.name},
-            timing=timing,
+            run_id=str(state.get("id") or uuid.uuid4().hex),
+            inputs={"claim": state["claim"], **({"evidence_ids": list(run.seen_ids)} if offline else {})},
+            transcript=transcript,
+            steps=[turn.step(i, transcript[turn.segment_index].text) for i, turn in enumerate(run.turns)],
+            output=output,
+            scope=scope,
+            timing=Timing(
+                started_at=run.started_at,
+                wall_s=time.time() - run.started_at,
+                generate_s=run.generate_s,
+                tools_s=run.tools_s,
+                generated_tokens=run.generated_tokens,
+            ),
             error=run.error,
+            reward=FINAL_REWARD,
+            gold=state.get("gold"),
+            metadata={"variant": "offline" if offline else "online"},
         )
         return {"output": output, "trajectory": trajectory}
 
@@ -353,44 +343,41 @@ class _Nodes:
         return "retrieve" if run.action.kind == "search" else "note"
 
 
-def _confidence(segment: Segment, generator: Generator) -> float | None:
-    tokenizer = _tokenizer(generator)
-    if segment.token_ids is None or segment.logprobs is None or tokenizer is None:
-        return None
+def build_veri_r1_graph(
+    generator: Generator | None,
+    search: SearchTool | None = None,
+    config: VeriR1Config | None = None,
+    *,
+    sampling: SamplingParams | None = None,
+) -> Any:
+    """The Veri-R1 graph over ``generator`` and ``search`` (the offline variant when ``config.offline``).
 
-    def decode(ids: list[int]) -> str:
-        return tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    Args:
+        generator: the policy (any :class:`~evigraph.generators.base.Generator`), or ``None`` when every run
+            supplies one in its :class:`~evigraph.graphs.context.RunContext`.
+        search: a search tool (``BM25Search``, ``RemoteSearch`` or anything with ``search(query, k)``); the
+            online variant needs one, the offline variant takes the entries as the ``evidence`` input.
+        config: limits and options; defaults follow the spec.
+        sampling: temperature / top-p / seed; the stop strings and the per-turn cap (``config.max_new_tokens``)
+            are the protocol's.
 
-    return label_token_probability(segment.text, segment.token_ids, segment.logprobs, decode)
+    Returns:
+        A compiled graph: ``ainvoke`` takes :class:`VeriR1Inputs` and returns :class:`VeriR1Result`.
 
-
-def _with_token_spans(steps: Sequence[Step], transcript: Sequence[Segment]) -> list[Step]:
-    """Fill each step's ``token_span`` (its policy segment's ids in sequence coordinates), when ids are known."""
-    if any(s.token_ids is None for s in transcript if s.origin != "prompt") or transcript[-1].token_ids is None:
-        return list(steps)
-    starts, position = [], 0
-    for segment in transcript:
-        starts.append(position)
-        position += len(segment.token_ids or ())
-    spans = []
-    for step in steps:
-        index = step.segment_index
-        if index is None or index >= len(transcript):
-            spans.append(step)
-            continue
-        start = starts[index]
-        spans.append(step.model_copy(update={"token_span": (start, start + len(transcript[index].token_ids or ()))}))
-    return spans
-
-
-def _compile(nodes: _Nodes) -> Any:
-    graph = StateGraph(VeriR1State, input_schema=VeriR1Inputs, output_schema=VeriR1Result)
+    Raises:
+        ConfigError: an online graph without a search tool.
+    """
+    config = config or VeriR1Config()
+    if search is None and not config.offline:
+        raise ConfigError("online verification needs a search tool (--corpus or --retriever-url), or --offline")
+    nodes = _Nodes(generator, search, config, sampling)
+    graph = StateGraph(VeriR1State, context_schema=RunContext, input_schema=VeriR1Inputs, output_schema=VeriR1Result)
     graph.add_node("start", nodes.start)
     graph.add_node("generate", nodes.generate, input_schema=_ProgressOnly)
     graph.add_node("finish", nodes.finish)
     graph.add_edge(START, "start")
     graph.add_edge("start", "generate")
-    if nodes.offline:
+    if config.offline:
         graph.add_edge("generate", "finish")
     else:
         graph.add_node("retrieve", nodes.retrieve, input_schema=_ProgressOnly)
@@ -399,30 +386,12 @@ def _compile(nodes: _Nodes) -> Any:
         graph.add_edge("retrieve", "generate")
         graph.add_edge("note", "generate")
     graph.add_edge("finish", END)
-    return graph.compile(name="veri-r1-offline" if nodes.offline else "veri-r1")
-
-
-def build_veri_r1_graph(
-    generator: Generator,
-    search: SearchTool,
-    config: VeriR1Config | None = None,
-    *,
-    sampling: SamplingParams | None = None,
-) -> Any:
-    """The online Veri-R1 graph over ``generator`` and ``search``.
-
-    Args:
-        generator: the policy (any :class:`~evigraph.generators.base.Generator`).
-        search: a search tool (``BM25Search``, ``RemoteSearch`` or anything with ``search(query, k)``).
-        config: limits and options; defaults follow the spec.
-        sampling: temperature / top-p / seed; the stop strings and the per-turn cap (``config.max_new_tokens``)
-            are the protocol's.
-    """
-    return _compile(_Nodes(generator, search, config or VeriR1Config(), offline=False, sampling=sampling))
+    return graph.compile(name="veri-r1-offline" if config.offline else "veri-r1")
 
 
 def build_offline_graph(
-    generator: Generator, config: VeriR1Config | None = None, *, sampling: SamplingParams | None = None
+    generator: Generator | None, config: VeriR1Config | None = None, *, sampling: SamplingParams | None = None
 ) -> Any:
     """The offline (OffCV) graph: pass the entries as ``evidence`` (a list of ``Evidence``) with the claim."""
-    return _compile(_Nodes(generator, None, config or VeriR1Config(), offline=True, sampling=sampling))
+    offline = (config or VeriR1Config()).model_copy(update={"offline": True})
+    return build_veri_r1_graph(generator, None, offline, sampling=sampling)

@@ -35,7 +35,7 @@ def demo_agent() -> Iterator[None]:
         AgentSpec(
             name="demo",
             description="test agent",
-            verb="verify",
+            verb="check",
             hooks={"score": "tests.test_cli:score_hook", "run": "tests.test_cli:score_hook"},
         )
     )
@@ -59,10 +59,10 @@ def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {"pred": "p.jsonl", "strict": True}
     # The agent's verb is a top-level command.
-    verb = runner.invoke(app, ["verify", "--pred", "x.jsonl"])
+    verb = runner.invoke(app, ["check", "--pred", "x.jsonl"])
     assert verb.exit_code == 0 and json.loads(verb.output)["pred"] == "x.jsonl"
     listing = runner.invoke(app, ["score"])
-    assert listing.exit_code == 2 and "Agents with a 'score' hook: demo" in listing.output
+    assert listing.exit_code == 2 and "Agents with a 'score' command: demo, veri-r1" in listing.output
 
 
 def test_generate_with_a_scripted_model_file(tmp_path: Path) -> None:

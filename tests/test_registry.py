@@ -38,7 +38,7 @@ def test_third_party_agent_registers_through_entry_points(tmp_path: Path, monkey
         """
         from evigraph.registry import AgentSpec
         SPEC = AgentSpec(name="my-checker", description="checks things", verb="check",
-                         hooks={"score": "thirdparty_checker:score"})
+                         hooks={"score": "thirdparty_checker:score", "run": "thirdparty_checker:score"})
         def score(pred: str) -> None:
             print("scored", pred)
         """,
@@ -71,7 +71,9 @@ def test_register_agent_and_lookup_errors() -> None:
     ("fields", "message"),
     [
         ({"name": "Veri_R1"}, "lowercase words"),
-        ({"name": "x", "verb": "judge"}, "verb must be one of"),
+        ({"name": "x", "verb": "Judge", "hooks": {"run": "a:b"}}, "a verb is a lowercase word"),
+        ({"name": "x", "verb": "eval", "hooks": {"run": "a:b"}}, "no built-in command"),
+        ({"name": "x", "verb": "judge"}, "needs a 'run' hook"),
         ({"name": "x", "hooks": {"train": "a:b"}}, "unknown hook"),
         ({"name": "x", "graph_builder": "not a path"}, "package.module:attribute"),
     ],

@@ -22,7 +22,7 @@ from evigraph.errors import ConfigError, ToolError
 from evigraph.protocol.escaping import neutralize
 from evigraph.trajectory import Evidence
 
-__all__ = ("BM25Search", "SearchInput", "SearchTool", "render_information")
+__all__ = ("BM25Search", "SearchInput", "SearchTool", "open_search", "render_information")
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,26 @@ class SearchInput(BaseModel):
 
     query: str = Field(description="What to look up, in a few keywords or a short sentence.")
     k: int = Field(3, ge=1, le=50, description="How many entries to return.")
+
+
+def open_search(*, corpus: str | None = None, retriever_url: str | None = None) -> SearchTool:
+    """The search tool a user names: a local BM25 corpus (a name from ``evigraph corpus list`` or a corpus
+    directory) or a Search-R1 style ``/retrieve`` server.
+
+    Raises:
+        ConfigError: both or neither given, or an unknown corpus.
+    """
+    if corpus and retriever_url:
+        raise ConfigError("give a corpus or a retriever URL, not both", source="--corpus/--retriever-url")
+    if retriever_url:
+        from evigraph.tools.remote_search import RemoteSearch
+
+        return RemoteSearch(retriever_url)
+    if not corpus:
+        raise ConfigError("a search tool needs --corpus NAME|DIR or --retriever-url URL")
+    from evigraph.corpora.registry import resolve_corpus
+
+    return BM25Search(resolve_corpus(corpus), name=corpus)
 
 
 def render_information(hits: Sequence[Evidence]) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 
-__all__ = ("TurnAction", "classify_turn", "normalize_query")
+__all__ = ("ActionKind", "TurnAction", "classify_turn", "normalize_query")
 
 ActionKind = Literal["answer", "final_turn", "forged_information", "search", "over_budget", "invalid"]
 
@@ -38,13 +38,19 @@ def normalize_query(query: str) -> str:
     return " ".join(query.split()).casefold()
 
 
-def classify_turn(text: str, *, n_turns: int, n_search: int, max_searches: int, max_turns: int) -> TurnAction:
-    """Decide what the turn just generated (``n_turns`` already counts it) asks the environment to do."""
+def classify_turn(
+    text: str, *, n_turns: int, n_search: int, max_searches: int, max_turns: int, final: bool = False
+) -> TurnAction:
+    """Decide what the turn just generated (``n_turns`` already counts it) asks the environment to do.
+
+    ``final`` marks a turn forced to be the last one for another reason than the turn count (the whole
+    sequence's token budget); it finishes like the last allowed turn.
+    """
     parsed = VERI_R1_PROTOCOL.parse(text, writer="policy")
     top = [b for b in parsed.blocks if b.depth == 0]
     if any(b.tag == "answer" for b in top):
         return TurnAction(kind="answer")
-    if n_turns >= max_turns:
+    if final or n_turns >= max_turns:
         return TurnAction(kind="final_turn")
     if any(b.tag == "information" for b in parsed.blocks):
         return TurnAction(kind="forged_information")

@@ -1,41 +1,58 @@
-"""Veri-R1 evaluation glue: one stored record per claim, predictions from any system's records, the report
-and its plots. The generic machinery (resumable runner, input validation, plot drawing) is
-:mod:`evigraph.evaluation`; this module only knows Veri-R1's fields.
+"""Veri-R1's evaluation adapter (:class:`~evigraph.evaluation.adapter.EvalAdapter`): claim records in, one
+stored record per claim, predictions from any system's records, the spec §4 report and its plots.
+
+``evigraph eval|score|reward veri-r1`` run through it; the generic machinery (resumable runner, input
+validation, report files, plot drawing) is :mod:`evigraph.evaluation`. This module only knows Veri-R1's fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.agents.veri_r1.data import ClaimRecord
-from evigraph.agents.veri_r1.gold import GoldRecord
+from evigraph.agents.veri_r1.answer import scored_text
+from evigraph.agents.veri_r1.data import ClaimRecord, claim_record_from_mapping
+from evigraph.agents.veri_r1.format_rules import split_response
+from evigraph.agents.veri_r1.gold import GoldRecord, read_gold
 from evigraph.agents.veri_r1.labels import GOLD_LABELS, LABELS
 from evigraph.agents.veri_r1.metrics import (
-    InstanceScore,
     Prediction,
     VeriR1Report,
     aggregate,
     prediction_from_response,
     score_instance,
 )
-from evigraph.agents.veri_r1.schemas import VeriR1Output
-from evigraph.graphs.veri_r1 import flat_response
+from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
+from evigraph.errors import ConfigError
+from evigraph.evaluation.adapter import BaseEvaluation
+from evigraph.evaluation.pipeline import score_report
+from evigraph.evaluation.records import load_records
 from evigraph.trajectory import Trajectory, TrajectoryError
 
 __all__ = (
+    "EVALUATION",
     "PredictionRecord",
+    "VeriR1EvalOptions",
+    "VeriR1Evaluation",
     "VeriR1Record",
     "prediction_of",
     "read_predictions",
     "run_claim",
-    "run_report",
     "score_predictions",
     "write_plots",
 )
+
+
+class VeriR1EvalOptions(BaseModel):
+    """Options of ``evigraph eval|score veri-r1`` (flags)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    compat: bool = False
+    """Score exactly like the reference Veri-R1 evaluator (quirks included)."""
 
 
 class VeriR1Record(BaseModel):
@@ -61,27 +78,6 @@ class PredictionRecord(BaseModel):
     id: str
     response: str | None = None
     output: VeriR1Output | None = None
-
-
-async def run_claim(graph: Any, record: ClaimRecord) -> VeriR1Record:
-    """Run one claim through a compiled Veri-R1 graph (online or offline) and package the result."""
-    state: dict[str, Any] = {"claim": record.claim, "id": record.id}
-    if record.passages:
-        state["evidence"] = list(record.passages)
-    if record.gold is not None:
-        state["gold"] = {"label": record.gold.label, "evidence": list(record.gold.evidence)}
-    final = await graph.ainvoke(state)
-    trajectory: Trajectory = final["trajectory"]
-    return VeriR1Record(
-        id=record.id,
-        claim=record.claim,
-        response=flat_response(trajectory.segments),
-        output=final["output"],
-        gold=record.gold,
-        rewards={c.type: c.value for c in trajectory.rewards},
-        trajectory=trajectory,
-        error=trajectory.error,
-    )
 
 
 def prediction_of(record: PredictionRecord, *, compat: bool = False) -> Prediction:
@@ -113,44 +109,7 @@ def _prediction_record(data: dict[str, Any]) -> PredictionRecord:
 def read_predictions(path: str | Path) -> list[PredictionRecord]:
     """Every record of a predictions file, validated, with ``file:line`` errors and no duplicate ids (a torn
     last line, from a run still being written, is skipped)."""
-    from evigraph.evaluation.records import load_records
-
     return load_records(path, _prediction_record, id_of=lambda r: r.id, tolerate_truncated_tail=True)
-
-
-class ScoreResult(BaseModel):
-    """The report plus how predictions and gold lined up."""
-
-    report: VeriR1Report
-    n_gold: int
-    n_missing: int
-    """Gold records with no prediction (left out of every metric)."""
-    scores: list[InstanceScore]
-
-    def report_json(self) -> dict[str, Any]:
-        return {**self.report.model_dump(mode="json"), "n_gold": self.n_gold, "n_missing": self.n_missing}
-
-
-def score_predictions(
-    records: Iterable[PredictionRecord], gold: Mapping[str, GoldRecord], *, compat: bool = False
-) -> ScoreResult:
-    """Score ``records`` against ``gold`` (keyed by id).
-
-    Raises:
-        InputDataError-free ValueError: a prediction id that no gold record has (a mismatched file pair).
-    """
-    scores = []
-    unknown = []
-    for record in records:
-        if record.id not in gold:
-            unknown.append(record.id)
-            continue
-        scores.append(score_instance(prediction_of(record, compat=compat), gold[record.id], compat=compat))
-    if unknown:
-        shown = ", ".join(repr(i) for i in unknown[:5])
-        raise ValueError(f"{len(unknown)} prediction id(s) have no gold record, e.g. {shown}")
-    report = aggregate(scores, mode="compat" if compat else "clean")
-    return ScoreResult(report=report, n_gold=len(gold), n_missing=len(gold) - len(scores), scores=scores)
 
 
 def write_plots(report: VeriR1Report, out_dir: Path) -> list[Path]:
@@ -178,20 +137,86 @@ def write_plots(report: VeriR1Report, out_dir: Path) -> list[Path]:
     return paths
 
 
-def gold_of(records: Sequence[ClaimRecord]) -> dict[str, GoldRecord]:
-    return {r.id: r.gold for r in records if r.gold is not None}
+class VeriR1Evaluation(BaseEvaluation):
+    """The adapter behind ``evigraph eval|score|reward veri-r1``."""
+
+    options = VeriR1EvalOptions
+    result_model = VeriR1Record
+    prediction_model = PredictionRecord
+    headline = ("label_accuracy", "verification_accuracy", "joint_accuracy", "evidence_score", "format_rate")
+
+    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> list[ClaimRecord]:
+        """Shared eval files as they are, or ``{id, claim, ...}`` lines (:mod:`.data`)."""
+        return load_records(path, claim_record_from_mapping, id_of=lambda r: r.id, limit=limit, shuffle_seed=seed)
+
+    def check_records(self, records: Sequence[ClaimRecord], config: BaseModel) -> None:
+        if isinstance(config, VeriR1Config) and config.offline:
+            missing = next((c.id for c in records if not c.passages), None)
+            if missing is not None:
+                raise ConfigError(f"--offline needs the entries in every record; record {missing!r} has none")
+
+    def graph_input(self, record: ClaimRecord) -> dict[str, Any]:
+        state: dict[str, Any] = {"claim": record.claim, "id": record.id}
+        if record.passages:
+            state["evidence"] = list(record.passages)
+        if record.gold is not None:
+            state["gold"] = {"label": record.gold.label, "evidence": list(record.gold.evidence)}
+        return state
+
+    def result(self, record: ClaimRecord, final_state: Mapping[str, Any]) -> VeriR1Record:
+        trajectory: Trajectory = final_state["trajectory"]
+        return VeriR1Record(
+            id=record.id,
+            claim=record.claim,
+            response=trajectory.response,
+            output=final_state["output"],
+            gold=record.gold,
+            rewards={c.type: c.value for c in trajectory.rewards},
+            trajectory=trajectory,
+            error=trajectory.error,
+        )
+
+    def prediction_of(self, result: VeriR1Record) -> PredictionRecord:
+        return PredictionRecord(id=result.id, response=result.response, output=result.output)
+
+    def read_predictions(self, path: Path) -> list[PredictionRecord]:
+        return read_predictions(path)
+
+    def read_gold(self, path: Path) -> dict[str, GoldRecord]:
+        return read_gold(path)
+
+    def report(self, pairs: Sequence[tuple[PredictionRecord, GoldRecord]], options: VeriR1EvalOptions) -> VeriR1Report:
+        compat = options.compat
+        scores = [score_instance(prediction_of(p, compat=compat), gold, compat=compat) for p, gold in pairs]
+        return aggregate(scores, mode="compat" if compat else "clean")
+
+    def plots(self, report: VeriR1Report, out_dir: Path) -> list[Path]:
+        return write_plots(report, out_dir)
+
+    def trajectory_of(self, prediction: PredictionRecord) -> Trajectory:
+        """The prediction as a trajectory: its transcript split back into policy and environment segments, and
+        our runs' structured output (which the rewards read first)."""
+        output = prediction.output.model_dump() if prediction.output is not None else None
+        segments = split_response(scored_text(prediction.response or ""))
+        return Trajectory(id=prediction.id, agent="veri-r1", input={}, segments=segments, output=output)
 
 
-def run_report(
-    records: Sequence[VeriR1Record], gold: Mapping[str, GoldRecord], summary: BaseModel, *, compat: bool = False
-) -> tuple[dict[str, Any], VeriR1Report | None]:
-    """``report.json`` of an eval run: the run summary, failed runs, and the metrics when gold is known."""
-    report: dict[str, Any] = {
-        "run": summary.model_dump(mode="json"),
-        "n_failed_runs": sum(r.error is not None for r in records),
-    }
-    if not gold:
-        return report, None
-    predictions = [PredictionRecord(id=r.id, response=r.response, output=r.output) for r in records]
-    result = score_predictions(predictions, gold, compat=compat)
-    return {**report, **result.report_json()}, result.report
+EVALUATION = VeriR1Evaluation()
+
+
+async def run_claim(graph: Any, record: ClaimRecord) -> VeriR1Record:
+    """Run one claim through a compiled Veri-R1 graph (online or offline) and package the result."""
+    return EVALUATION.result(record, await graph.ainvoke(EVALUATION.graph_input(record)))
+
+
+def score_predictions(
+    records: Sequence[PredictionRecord], gold: Mapping[str, GoldRecord], *, compat: bool = False
+) -> VeriR1Report:
+    """Score ``records`` against ``gold`` (keyed by id), as ``evigraph score veri-r1`` does.
+
+    Raises:
+        ConfigError: a prediction id that no gold record has (a mismatched file pair).
+    """
+    _, report = score_report(EVALUATION, records, gold, VeriR1EvalOptions(compat=compat))
+    assert isinstance(report, VeriR1Report)
+    return report

@@ -53,7 +53,7 @@ _STRUCTURAL = {"too_many", "environment_tag_in_policy"}
 class FormatOptions(BaseModel):
     """Switches of the checklist (spec §9 #5)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     require_think_after_information: bool = True
     """F4: the first output after every information block opens with ``<think>``."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evigraph.agents.veri_r1.labels import GoldLabel, normalize_gold_label, normalize_id
 from evigraph.jsonl import format_validation_error
@@ -27,11 +27,16 @@ _HOVER_SENTENCE = re.compile(r"_sentence.*\Z", re.DOTALL)
 
 
 class GoldRecord(BaseModel):
-    """The gold answer for one claim; ``evidence`` holds the ids exactly as the file stores them."""
+    """The gold answer for one claim; ``evidence`` holds the ids exactly as the file stores them.
+
+    Also the Veri-R1 rewards' gold schema: ``GoldRecord.model_validate({"label": "REFUTES", "evidence": [...]})``
+    takes any label spelling (the graph's ``gold`` input, a training label).
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
+    id: str | None = None
+    """The claim's id (``None`` for a gold answer given without one, e.g. to a graph run)."""
     claim: str | None = None
     label: GoldLabel
     raw_label: str
@@ -39,6 +44,15 @@ class GoldRecord(BaseModel):
     evidence: tuple[str, ...] = ()
     dataset: str | None = None
     """Source dataset (``fever``, ``hover`` ...); HoVer ids are compared at page level."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise_label(cls, data: Any) -> Any:
+        # Any accepted spelling in, the canonical label stored; the spelling is kept as raw_label.
+        if isinstance(data, Mapping) and isinstance(data.get("label"), str):
+            raw = data.get("raw_label") or data["label"]
+            data = {**data, "label": normalize_gold_label(data["label"]), "raw_label": raw}
+        return data
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> GoldRecord:

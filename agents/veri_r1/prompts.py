@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evigraph.agents.veri_r1.actions import ActionKind
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.tools.search import render_information
 from evigraph.trajectory import Evidence
@@ -19,8 +20,10 @@ __all__ = (
     "LABEL_DEFINITIONS",
     "NO_ENTRIES",
     "answer_now_note",
+    "correction_note",
     "duplicate_query_note",
     "forged_information_note",
+    "information_turn",
     "offline_prompt",
     "online_prompt",
 )
@@ -134,3 +137,18 @@ def forged_information_note() -> str:
         "Only the system writes information blocks, so that turn was not accepted and nothing was searched. "
         "Put a query between search tags to look something up, or write your final answer block."
     )
+
+
+def correction_note(kind: ActionKind, *, last_turn: bool) -> str:
+    """The environment's reply to a turn that asked for no search: a search over budget, a forged
+    information block, or no valid action; ``last_turn`` adds that the next turn must answer."""
+    if kind == "over_budget":
+        return BUDGET_SPENT_NOTE
+    note = forged_information_note() if kind == "forged_information" else INVALID_ACTION_NOTE
+    return f"{note} {answer_now_note(after_search=False)}" if last_turn else note
+
+
+def information_turn(entries: str, notes: Sequence[str]) -> str:
+    """The environment turn after a search: the information block of rendered (escaped) entries, then notes."""
+    block = VERI_R1_PROTOCOL.render_block("information", f"\n{entries or NO_ENTRIES}\n")
+    return f"\n{block}\n" + "".join(f"{note}\n" for note in notes)

@@ -1,40 +1,56 @@
-"""Veri-R1 boundary models: the run configuration, the graph's input and its output."""
+"""Veri-R1 boundary types: the run configuration, the graph's input and result, and the verdict it returns."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evigraph.agents.veri_r1.format_rules import FormatOptions
 from evigraph.agents.veri_r1.labels import Label
+from evigraph.trajectory import Evidence, Trajectory
 
-__all__ = ("VeriR1Config", "VeriR1Input", "VeriR1Output")
+__all__ = ("VeriR1Config", "VeriR1Inputs", "VeriR1Output", "VeriR1Result")
 
 
 class VeriR1Config(BaseModel):
-    """Knobs of one Veri-R1 run (defaults: spec §2 and §5)."""
+    """Knobs of one Veri-R1 run (defaults: spec §2 and §5). Each scalar field is also a flag of the agent's
+    commands (``--max-searches``) and a key of its config section (``[agents.veri-r1]``)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    inherit_from_generator: ClassVar[Mapping[str, str]] = {
+        "max_new_tokens": "max_new_tokens",
+        "offline_max_new_tokens": "max_new_tokens",
+        "constrained": "constrained",
+    }
+    """Fields set by ``--generator.max-new-tokens`` / ``--generator.constrained`` (and their env/file keys)."""
+
+    offline: bool = False
+    """Offline variant (OffCV): the entries come with each claim, one think-and-answer turn, no search."""
     max_searches: int = Field(3, ge=0)
+    """Search budget per claim."""
     max_turns: int | None = Field(None, ge=1)
-    """Generation turns including the answer turn; default ``max_searches + 1`` (spec §2.6)."""
+    """Generation turns including the answer turn; default max_searches + 1 (spec §2.6)."""
     top_k: int = Field(3, ge=1)
+    """Entries returned per search."""
     max_new_tokens: int = Field(512, ge=1)
-    """Per-turn cap (spec §5: max response length per turn)."""
+    """Per-turn token cap (spec §5)."""
     offline_max_new_tokens: int = Field(1024, ge=1)
-    """The single offline turn's cap (reference offline config)."""
+    """The single offline turn's token cap (reference offline config)."""
     max_information_tokens: int = Field(768, ge=16)
     """Cap on the rendered entries of one information block (spec §2.4)."""
     restrict_to_retrieved: bool = False
-    """Drop cited ids that no information block showed (spec §9 #12; default counts them as given)."""
+    """Drop cited ids that no information block showed (spec §9 #12; default: counted as given)."""
     logprobs: bool = True
-    """Ask the backend for logprobs, so the label's confidence can be recorded (spec §9 #14)."""
+    """Ask the backend for logprobs, so the label's confidence is recorded (spec §9 #14)."""
     format: FormatOptions = FormatOptions()
+    """Switches of the F1–F8 checklist (spec §9 #5); config file only."""
     constrained: bool = False
-    """Guide each turn with a regular expression (:mod:`.decoding`) -- for weak models at inference only;
-    needs a backend that enforces regex guides (``--generator.constrained`` on the transformers backend)."""
+    """Guide each turn with a regular expression (weak models, inference only; transformers backend)."""
     guide_max_block_chars: int | None = Field(None, ge=1)
-    """With ``constrained``: cap plan/think/search bodies so blocks must close (slower; see ``turn_regex``)."""
+    """With constrained decoding: cap plan/think/search bodies so blocks must close (slower)."""
 
     @model_validator(mode="after")
     def _check_turns(self) -> VeriR1Config:
@@ -44,14 +60,25 @@ class VeriR1Config(BaseModel):
 
     @property
     def turns(self) -> int:
+        """Generation turns of one run: 1 offline, else ``max_turns`` or ``max_searches + 1``."""
+        if self.offline:
+            return 1
         return self.max_turns if self.max_turns is not None else self.max_searches + 1
 
+    @property
+    def turn_cap(self) -> int:
+        """The per-turn token cap of this variant."""
+        return self.offline_max_new_tokens if self.offline else self.max_new_tokens
 
-class VeriR1Input(BaseModel):
-    """One claim to verify; ``evidence`` makes it an offline (OffCV) run's given entries."""
 
-    id: str | None = None
-    claim: str = Field(min_length=1)
+class VeriR1Inputs(TypedDict, total=False):
+    """What the graph's ``ainvoke`` takes: ``claim`` (required), ``id``, ``evidence`` (the given entries of an
+    offline run) and ``gold`` (``{"label", "evidence"}``; when given, the trajectory carries the rewards)."""
+
+    claim: str
+    id: str
+    evidence: list[Evidence]
+    gold: dict[str, Any]
 
 
 class VeriR1Output(BaseModel):
@@ -74,3 +101,10 @@ class VeriR1Output(BaseModel):
     """Probability of the label's first token, when the backend returned logprobs."""
     n_turns: int = 0
     n_searches: int = 0
+
+
+class VeriR1Result(TypedDict):
+    """What the graph's ``ainvoke`` returns."""
+
+    output: VeriR1Output
+    trajectory: Trajectory

@@ -20,17 +20,8 @@ from rich.logging import RichHandler
 from rich.markup import escape
 from rich.table import Table
 
-from evigraph.cli.options import (
-    ConfigOpt,
-    ConstrainedOpt,
-    MaxNewTokensOpt,
-    ModelOpt,
-    NumThreadsOpt,
-    SeedOpt,
-    TemperatureOpt,
-    TopPOpt,
-    generator_overrides,
-)
+from evigraph.cli.kit import AgentRun, agent_command, bind_command
+from evigraph.cli.options import ConfigOpt
 from evigraph.config import Settings, load_settings
 from evigraph.errors import EvigraphError
 
@@ -77,9 +68,9 @@ def info(
         console.print(f"Embedded model: [red]{escape(str(model['error']))}[/]")
     else:
         console.print("Embedded model: " + escape(", ".join(f"{k}={v}" for k, v in model.items())))
-    agents = Table("agent", "verb", "hooks", "description", title="Registered agents")
+    agents = Table("agent", "verb", "commands", "description", title="Registered agents")
     for agent in report.agents:
-        agents.add_row(agent.name, agent.verb or "", ", ".join(agent.hooks), escape(agent.description))
+        agents.add_row(agent.name, agent.verb or "", ", ".join(agent.commands), escape(agent.description))
     for name, error in report.broken_agents.items():
         agents.add_row(name, "", "", f"[red]failed to load: {escape(error)}[/]")
     if not report.agents and not report.broken_agents:
@@ -114,33 +105,23 @@ def setup(
         console.print(f"{label}: [green]done[/] ({time.perf_counter() - started:.1f} s)")
 
 
+@agent_command(agent_config=False)
 def generate(
+    run: AgentRun,
     prompt: Annotated[str, typer.Argument(help="The user message.")],
     system: Annotated[str | None, typer.Option("--system", help="A system message.")] = None,
-    config: ConfigOpt = None,
-    model: ModelOpt = None,
-    max_new_tokens: MaxNewTokensOpt = None,
-    temperature: TemperatureOpt = None,
-    top_p: TopPOpt = None,
-    seed: SeedOpt = None,
-    num_threads: NumThreadsOpt = None,
-    constrained: ConstrainedOpt = None,
 ) -> None:
     """Generate one reply with the configured model (a demo of the backend plumbing)."""
-    from evigraph.generators.factory import make_generator, sampling_params
     from evigraph.trajectory import Segment
 
-    overrides = generator_overrides(model, max_new_tokens, temperature, top_p, seed, num_threads, constrained)
-    settings = _settings(config, **overrides)
-    with console.status(f"loading {settings.generator.model} ..."):
-        started = time.perf_counter()
-        generator = make_generator(settings.generator)
-        load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    generator = run.generator()
+    load_s = time.perf_counter() - started
     transcript = [Segment(origin="prompt", role="system", text=system)] if system else []
     transcript.append(Segment(origin="prompt", role="user", text=prompt))
     started = time.perf_counter()
     with console.status("generating ..."):
-        result = asyncio.run(generator.continue_transcript(transcript, sampling_params(settings.generator)))
+        result = asyncio.run(generator.continue_transcript(transcript, run.sampling()))
     seconds = time.perf_counter() - started
     console.print(result.text, markup=False, highlight=False)
     n_tokens = len(result.token_ids) if result.token_ids is not None else None
@@ -152,18 +133,27 @@ def generate(
 
 
 def _dispatch(hook: str, agent_name: str | None, args: list[str]) -> None:
-    """Run ``agent_name``'s ``hook`` as a command over ``args`` (its own flags and ``--help``)."""
+    """Run ``agent_name``'s ``hook`` command over ``args`` (its own flags and ``--help``): the agent's hook when
+    it has one, else the framework's command built from its contract (:mod:`evigraph.cli.agent_commands`)."""
     from evigraph.registry import get_agent, load_agents
 
     if agent_name is None or agent_name in {"--help", "-h"}:
         agents, _ = load_agents()
-        providing = [name for name, spec in agents.items() if hook in spec.hooks]
+        providing = [name for name, spec in agents.items() if hook in spec.commands() or hook in spec.hooks]
         console.print(f"Usage: evigraph {hook} AGENT [OPTIONS]  (AGENT --help for its options)")
-        console.print(f"Agents with a {hook!r} hook: {', '.join(providing) or 'none registered'}")
+        console.print(f"Agents with a {hook!r} command: {', '.join(providing) or 'none registered'}")
         if agent_name is None:
             raise typer.Exit(2)
         return
-    function = get_agent(agent_name).hook(hook)
+    agent = get_agent(agent_name).load()
+    if hook in agent.hooks:
+        function = agent.hooks[hook]
+        if hasattr(function, "__agent_command__"):
+            function = bind_command(function, agent)
+    else:
+        from evigraph.cli.agent_commands import contract_command
+
+        function = contract_command(agent, hook)
     sub = typer.Typer(add_completion=False)
     sub.command(name=agent_name)(function)
     command = typer.main.get_command(sub)
@@ -206,7 +196,7 @@ def build_app() -> typer.Typer:
 
     application.command()(info)
     application.command()(setup)
-    application.command()(generate)
+    application.command(name="generate")(bind_command(generate, None))
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
@@ -219,11 +209,21 @@ def build_app() -> typer.Typer:
     for hook, help_text in hooks.items():
         application.command(name=hook, context_settings=_PASS_THROUGH)(_hook_command(hook, help_text))
     agents, _ = load_agents()
-    claimed: set[str] = set()
+    claimed: dict[str, str] = {}
     for spec in agents.values():
-        if spec.verb and "run" in spec.hooks and spec.verb not in claimed:
-            claimed.add(spec.verb)
-            application.command(name=spec.verb, context_settings=_PASS_THROUGH)(_verb_command(spec.verb, spec.name))
+        if spec.verb is None:
+            continue
+        if spec.verb in claimed:
+            logging.getLogger(__name__).warning(
+                "agents %s and %s both claim the verb %r; it runs %s",
+                claimed[spec.verb],
+                spec.name,
+                spec.verb,
+                claimed[spec.verb],
+            )
+            continue
+        claimed[spec.verb] = spec.name
+        application.command(name=spec.verb, context_settings=_PASS_THROUGH)(_verb_command(spec.verb, spec.name))
     return application
 
 

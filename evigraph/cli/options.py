@@ -1,78 +1,143 @@
-"""Option declarations shared by commands, each mapping onto one settings field (``--generator.*``)."""
+"""Every shared command-line option, declared once.
+
+- :data:`GENERATOR_OPTIONS`: the ``--generator.*`` flags, each mapping onto one ``GeneratorConfig`` field;
+- :data:`RESOURCE_OPTIONS`: the flags that open a tool for an agent (``--corpus``, ``--retriever-url``);
+- :func:`model_options`: flags for the scalar fields of a pydantic model (an agent's config, an evaluation's
+  options), named after the fields (``max_searches`` → ``--max-searches``) with the field docstrings as help.
+
+:mod:`evigraph.cli.kit` attaches them to commands, so no command lists them by hand.
+"""
 
 from __future__ import annotations
 
+import types
+import typing
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
+from pydantic import BaseModel
 
 __all__ = (
+    "GENERATOR_OPTIONS",
+    "RESOURCE_OPTIONS",
     "ConfigOpt",
-    "ConstrainedOpt",
-    "MaxNewTokensOpt",
-    "ModelOpt",
-    "NumThreadsOpt",
-    "SeedOpt",
-    "TemperatureOpt",
-    "TopPOpt",
-    "generator_overrides",
+    "Option",
+    "model_options",
+    "renamed",
 )
-
-_GEN = "Generator"
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="TOML config file (default: ./evigraph.toml, then ~/.config/evigraph).")
 ]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--generator.model",
-        "--model",
-        help="Model spec: smollm2 | DIR | hf:DIR | gguf:FILE | vllm:DIR | openai:MODEL@URL | langchain:mod:attr.",
-        rich_help_panel=_GEN,
-    ),
-]
-MaxNewTokensOpt = Annotated[
-    int | None, typer.Option("--generator.max-new-tokens", help="Per-turn token cap.", rich_help_panel=_GEN)
-]
-TemperatureOpt = Annotated[
-    float | None, typer.Option("--generator.temperature", help="0 = greedy.", rich_help_panel=_GEN)
-]
-TopPOpt = Annotated[
-    float | None, typer.Option("--generator.top-p", help="Nucleus sampling mass.", rich_help_panel=_GEN)
-]
-SeedOpt = Annotated[int | None, typer.Option("--generator.seed", help="Sampling seed.", rich_help_panel=_GEN)]
-NumThreadsOpt = Annotated[
-    int | None, typer.Option("--generator.num-threads", help="torch CPU threads.", rich_help_panel=_GEN)
-]
-ConstrainedOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--generator.constrained/--generator.unconstrained",
-        help="Constrained decoding for weak models (transformers backend, inference only).",
-        rich_help_panel=_GEN,
-    ),
-]
 
 
-def generator_overrides(
-    model: str | None = None,
-    max_new_tokens: int | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    num_threads: int | None = None,
-    constrained: bool | None = None,
-) -> dict[str, Any]:
-    """Dotted settings keys for the generator flags that were given (``None`` = not given)."""
-    values = {
-        "generator.model": model,
-        "generator.max_new_tokens": max_new_tokens,
-        "generator.temperature": temperature,
-        "generator.top_p": top_p,
-        "generator.seed": seed,
-        "generator.num_threads": num_threads,
-        "generator.constrained": constrained,
-    }
-    return {key: value for key, value in values.items() if value is not None}
+@dataclass(frozen=True)
+class Option:
+    """One generated flag: the keyword the command receives it as, its declaration, and its settings key."""
+
+    name: str
+    annotation: Any
+    key: str
+    """The dotted settings key the value overrides (``generator.seed``), or the model field it fills."""
+
+
+def renamed(option: Option, flags: Sequence[str]) -> Option:
+    """``option`` under other ``flags`` (same type, help and key); unchanged when ``flags`` is empty."""
+    if not flags:
+        return option
+    kind, info = get_args(option.annotation)
+    return Option(
+        option.name,
+        Annotated[kind, typer.Option(*flags, help=info.help, rich_help_panel=info.rich_help_panel)],
+        option.key,
+    )
+
+
+def _option(name: str, kind: Any, flags: tuple[str, ...], help_text: str, panel: str, key: str) -> Option:
+    return Option(name, Annotated[kind | None, typer.Option(*flags, help=help_text, rich_help_panel=panel)], key)
+
+
+_GEN = "Generator"
+GENERATOR_OPTIONS: tuple[Option, ...] = tuple(
+    _option(f"generator__{field}", kind, flags, help_text, _GEN, f"generator.{field}")
+    for field, kind, flags, help_text in (
+        (
+            "model",
+            str,
+            ("--generator.model", "--model"),
+            "Model spec: smollm2 | DIR | hf:DIR | gguf:FILE | vllm:DIR | openai:MODEL@URL | langchain:mod:attr.",
+        ),
+        ("max_new_tokens", int, ("--generator.max-new-tokens",), "Per-turn token cap."),
+        ("temperature", float, ("--generator.temperature",), "0 = greedy."),
+        ("top_p", float, ("--generator.top-p",), "Nucleus sampling mass."),
+        ("seed", int, ("--generator.seed",), "Sampling seed."),
+        ("num_threads", int, ("--generator.num-threads",), "torch CPU threads."),
+        (
+            "constrained",
+            bool,
+            ("--generator.constrained/--generator.unconstrained",),
+            "Constrained decoding for weak models (transformers backend, inference only).",
+        ),
+    )
+)
+"""The ``--generator.*`` flags; ``key`` is the settings key each overrides."""
+
+_SEARCH = "Search"
+RESOURCE_OPTIONS: dict[str, tuple[Option, ...]] = {
+    "search": (
+        _option(
+            "search__corpus",
+            str,
+            ("--corpus",),
+            "BM25 corpus: a name (`evigraph corpus list`) or a corpus directory.",
+            _SEARCH,
+            "corpus",
+        ),
+        _option(
+            "search__retriever_url",
+            str,
+            ("--retriever-url",),
+            "A Search-R1 style /retrieve server instead of a local corpus.",
+            _SEARCH,
+            "retriever_url",
+        ),
+    )
+}
+"""Flags per :data:`evigraph.registry.Resource`; ``key`` is the keyword of the tool's opener."""
+
+_SCALARS = (str, int, float, bool, Path)
+
+
+def _scalar(annotation: Any) -> Any | None:
+    """The flag type of a field annotation (``int``, ``int | None``, a ``Literal`` of strings), or ``None``."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        return _scalar(members[0]) if len(members) == 1 else None
+    if origin is Literal:
+        values = get_args(annotation)
+        return str if all(isinstance(v, str) for v in values) else None
+    if origin is typing.Annotated:
+        return _scalar(get_args(annotation)[0])
+    return annotation if annotation in _SCALARS else None
+
+
+def model_options(model: type[BaseModel], *, prefix: str, panel: str, exclude: Collection[str] = ()) -> list[Option]:
+    """A flag per scalar field of ``model`` (nested models, lists and dicts stay config-file only).
+
+    Flags are the field names with dashes (booleans get ``--x/--no-x``); every flag defaults to "not given",
+    so an unset flag never hides a value from the environment or the config file. ``key`` is the field name.
+    """
+    options = []
+    for field_name, info in model.model_fields.items():
+        kind = _scalar(info.annotation)
+        if field_name in exclude or kind is None:
+            continue
+        flag = "--" + field_name.replace("_", "-")
+        flags = (f"{flag}/--no-{flag[2:]}",) if kind is bool else (flag,)
+        help_text = (info.description or "").split("\n\n")[0].replace("\n", " ")
+        options.append(_option(f"{prefix}{field_name}", kind, flags, help_text, panel, field_name))
+    return options

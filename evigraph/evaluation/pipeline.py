@@ -1,26 +1,33 @@
-"""Run directories shared by every agent's ``eval``: the settings a run was started with are stored in
-``run.json`` so a resumed run cannot silently mix predictions made under different settings."""
+"""The evaluation every agent shares: run directories, one resumable run over the records, the report.
+
+:func:`evaluate` is ``evigraph eval AGENT``: it pins the settings in ``run.json`` (a resumed run cannot silently
+mix predictions made under different settings), runs the compiled graph over the records into
+``predictions.jsonl``, and writes ``report.json`` and the agent's plots. :func:`score_report` is the metrics
+half, shared with ``evigraph score``. The agent supplies an :class:`~evigraph.evaluation.adapter.EvalAdapter`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 from evigraph.errors import ConfigError
-from evigraph.evaluation.runner import RunSummary, run_records
+from evigraph.evaluation.adapter import EvalAdapter
+from evigraph.evaluation.runner import RunSummary, read_results, run_records, write_report
 from evigraph.files import atomic_write
 
-__all__ = ("PREDICTIONS", "RUN_CONFIG", "prepare_run_dir", "run_in_dir")
+__all__ = ("PREDICTIONS", "REPORT", "RUN_CONFIG", "evaluate", "prepare_run_dir", "run_in_dir", "score_report")
 
 T = TypeVar("T")
 
 PREDICTIONS = "predictions.jsonl"
 RUN_CONFIG = "run.json"
+REPORT = "report.json"
 
 
 def prepare_run_dir(out_dir: Path, run_config: dict[str, Any]) -> Path:
@@ -75,3 +82,69 @@ def run_in_dir(
             description=description,
         )
     )
+
+
+def score_report(
+    adapter: EvalAdapter, predictions: Sequence[Any], gold: Mapping[str, Any], options: BaseModel
+) -> tuple[dict[str, Any], BaseModel]:
+    """The agent's report over ``predictions`` matched to ``gold`` by id, plus ``n_gold`` and ``n_missing``
+    (gold records with no prediction, left out of every metric).
+
+    Raises:
+        ConfigError: a prediction id that no gold record has (a mismatched pair of files).
+    """
+    unknown = [str(p.id) for p in predictions if str(p.id) not in gold]
+    if unknown:
+        shown = ", ".join(repr(i) for i in unknown[:5])
+        raise ConfigError(f"{len(unknown)} prediction id(s) have no gold record, e.g. {shown}")
+    pairs = [(p, gold[str(p.id)]) for p in predictions]
+    report = adapter.report(pairs, options)
+    body = {**report.model_dump(mode="json"), "n_gold": len(gold), "n_missing": len(gold) - len(pairs)}
+    return body, report
+
+
+def evaluate(
+    adapter: EvalAdapter,
+    graph: Any,
+    records: Sequence[Any],
+    *,
+    out_dir: Path,
+    run_config: dict[str, Any],
+    options: BaseModel,
+    concurrency: int = 4,
+    retry_failed: bool = False,
+    description: str = "eval",
+) -> dict[str, Any]:
+    """Run ``graph`` over ``records`` into ``out_dir`` (resumable) and write the report and plots.
+
+    Returns:
+        The report: the run summary, ``n_failed_runs`` and -- when the records carry gold answers -- the
+        agent's metrics over the results of these records.
+    """
+
+    async def run_one(record: Any) -> BaseModel:
+        return adapter.result(record, await graph.ainvoke(adapter.graph_input(record)))
+
+    summary = run_in_dir(
+        records,
+        run_one,
+        id_of=lambda r: str(r.id),
+        out_dir=out_dir,
+        run_config=run_config,
+        concurrency=concurrency,
+        retry_failed=retry_failed,
+        description=description,
+    )
+    wanted = {str(r.id) for r in records}
+    results = [r for r in read_results(out_dir / PREDICTIONS, adapter.result_model) if str(r.id) in wanted]
+    report: dict[str, Any] = {
+        "run": summary.model_dump(mode="json"),
+        "n_failed_runs": sum(getattr(r, "error", None) is not None for r in results),
+    }
+    gold = {str(r.id): g for r in records if (g := adapter.gold_of(r)) is not None}
+    if gold:
+        body, metrics = score_report(adapter, [adapter.prediction_of(r) for r in results], gold, options)
+        report.update(body)
+        adapter.plots(metrics, out_dir)
+    write_report(out_dir, RootModel[dict[str, Any]](report), name=REPORT)
+    return report

@@ -53,6 +53,8 @@ class Generator(Protocol):
     name: str
     chat_format: ChatFormat | None
     """The tokenizer and chat template this backend renders transcripts with; ``None`` on text backends."""
+    context_window: int | None
+    """The most tokens one sequence (prompt plus everything generated) may hold, when the backend knows it."""
 
     async def continue_transcript(self, transcript: Sequence[Segment], params: SamplingParams) -> Continuation:
         """Continue ``transcript`` with one policy turn."""
@@ -104,6 +106,8 @@ class BaseGenerator(abc.ABC):
     name: str = "generator"
     chat_format: ChatFormat | None = None
     """Set by token-level backends (see :class:`Generator`)."""
+    context_window: int | None = None
+    """The model's context length where known (graphs keep whole runs inside it)."""
     supported_guides: ClassVar[frozenset[str]] = frozenset()
     """Guide kinds (``json``/``regex``) this backend can enforce while decoding."""
     can_continue_policy: ClassVar[bool] = False

@@ -264,7 +264,7 @@ class TransformersGenerator(BaseGenerator):
         if pad is None:
             pad = self.model.generation_config.pad_token_id
         self.pad_id: int = pad if isinstance(pad, int) else min(self.eos_ids)
-        self.max_positions: int | None = getattr(self.model.config, "max_position_embeddings", None)
+        self.context_window = getattr(self.model.config, "max_position_embeddings", None)
 
         self._pending: deque[_Request] = deque()
         self._cond = threading.Condition()
@@ -302,10 +302,10 @@ class TransformersGenerator(BaseGenerator):
     # -- the async face -----------------------------------------------------------------------------------
     async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
         rendered = self.chat_format.render(transcript)
-        if self.max_positions is not None and len(rendered.token_ids) >= self.max_positions:
+        if self.context_window is not None and len(rendered.token_ids) >= self.context_window:
             raise ConfigError(
                 f"{self.name}: the transcript has {len(rendered.token_ids)} tokens, the model's context is "
-                f"{self.max_positions}"
+                f"{self.context_window}"
             )
         loop = asyncio.get_running_loop()
         request = _Request(list(rendered.token_ids), params, loop, loop.create_future())
@@ -420,8 +420,8 @@ class TransformersGenerator(BaseGenerator):
             input_ids[row, width - len(request.input_ids) :] = torch.tensor(request.input_ids)
             attention_mask[row, width - len(request.input_ids) :] = 1
         cap = params.max_new_tokens
-        if self.max_positions is not None:
-            cap = max(1, min(cap, self.max_positions - width))
+        if self.context_window is not None:
+            cap = max(1, min(cap, self.context_window - width))
         want_logprobs = any(r.params.logprobs for r in batch)
         sampling = params.temperature > 0
 

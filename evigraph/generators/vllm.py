@@ -211,6 +211,7 @@ class VLLMGenerator(BaseGenerator):
 
         self._owns_engine = engine is None
         self.engine: Any = engine if engine is not None else self._build_engine(self.model, kwargs)
+        self.context_window = _engine_context_window(self.engine, kwargs)
         self._closed = False
 
     @staticmethod
@@ -284,6 +285,15 @@ class VLLMGenerator(BaseGenerator):
         result = shutdown()
         if inspect.isawaitable(result):
             await result
+
+
+def _engine_context_window(engine: Any, engine_kwargs: dict[str, Any]) -> int | None:
+    """``max_model_len`` as the engine resolved it (``AsyncLLM.model_config``), else as it was asked for."""
+    resolved = getattr(getattr(engine, "model_config", None), "max_model_len", None)
+    if isinstance(resolved, int):
+        return resolved
+    asked = engine_kwargs.get("max_model_len")
+    return asked if isinstance(asked, int) else None
 
 
 def _load_tokenizer(source: str, *, trust_remote_code: bool) -> Any:

@@ -10,8 +10,8 @@ import pytest
 from evigraph.agents.veri_r1.schemas import VeriR1Config
 from evigraph.errors import GeneratorError
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.veri_r1 import build_offline_graph, build_veri_r1_graph, flat_response
-from evigraph.trajectory import Evidence
+from evigraph.graphs.veri_r1 import build_offline_graph, build_veri_r1_graph
+from evigraph.trajectory import Evidence, flat_response
 
 CLAIM = "Hog Island Light was first lit in 1853."
 

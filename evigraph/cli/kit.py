@@ -1,0 +1,250 @@
+"""The plumbing every agent command shares, so an agent's CLI code holds only what is specific to it.
+
+Write a command as a plain function with the flags that are its own and one parameter ``run: AgentRun``; mark it
+with :func:`agent_command`. When the command is dispatched, :func:`bind_command` gives it ``--config``, the
+``--generator.*`` flags, a flag per scalar field of the agent's config model, the flags of the tools it asks
+for and of its options model, and calls it with an :class:`AgentRun` that turns those flags into settings (flags
+> ``EVIGRAPH_*`` > the config file > defaults), the agent's config, the generator, the tools and the graph::
+
+    @agent_command(resources=("search",))
+    def run_command(run: AgentRun, claim: Annotated[str, typer.Argument()]) -> None:
+        graph = run.graph(search=run.resource("search", default="demo"))
+        ...
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from evigraph.cli.options import GENERATOR_OPTIONS, RESOURCE_OPTIONS, ConfigOpt, Option, model_options, renamed
+from evigraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from evigraph.config import Settings
+    from evigraph.generators.base import Generator
+    from evigraph.generators.types import SamplingParams
+    from evigraph.registry import LoadedAgent
+
+__all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command")
+
+err_console = Console(stderr=True)
+
+RUN_PARAMETER = "run"
+_CONFIG_PARAMETER = "config__file"
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """What :func:`agent_command` records on a function."""
+
+    resources: tuple[str, ...] = ()
+    """Tools whose flags the command gets (``search``: ``--corpus``, ``--retriever-url``)."""
+    options: type[BaseModel] | None = None
+    """A model whose scalar fields become flags (values in :attr:`AgentRun.options`)."""
+    generator: bool = True
+    """Whether the command loads a model (the ``--generator.*`` flags)."""
+    agent_config: bool = True
+    """Whether the agent's config fields become flags."""
+    model_flags: tuple[str, ...] = ()
+    """Other names for the model flag in this command (``--teacher``); default ``--generator.model``/``--model``."""
+
+
+def agent_command(
+    *,
+    resources: Sequence[str] = (),
+    options: type[BaseModel] | None = None,
+    generator: bool = True,
+    agent_config: bool = True,
+    model_flags: Sequence[str] = (),
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Mark ``func`` as an agent command; :func:`bind_command` finishes it when it is dispatched."""
+
+    def mark(func: Callable[..., None]) -> Callable[..., None]:
+        spec = CommandSpec(tuple(resources), options, generator, agent_config, tuple(model_flags))
+        func.__agent_command__ = spec  # type: ignore[attr-defined]
+        return func
+
+    return mark
+
+
+class AgentRun:
+    """One invocation of an agent command: its settings, config, generator, tools and graph, each built on first
+    use (so a bad data file fails before a model loads)."""
+
+    def __init__(
+        self,
+        agent: LoadedAgent | None,
+        *,
+        config_path: Path | None,
+        overrides: dict[str, Any],
+        resource_flags: dict[str, dict[str, Any]],
+        options: BaseModel | None,
+    ) -> None:
+        self.agent = agent
+        self.config_path = config_path
+        self.overrides = overrides
+        self.resource_flags = resource_flags
+        self.options = options
+        self._settings: Settings | None = None
+        self._config: BaseModel | None = None
+        self._generator: Generator | None = None
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from evigraph.config import load_settings
+
+            self._settings = load_settings(self.overrides, config_path=self.config_path)
+        return self._settings
+
+    def config(self) -> BaseModel:
+        """The agent's config (:func:`evigraph.config.agent_config`)."""
+        if self._config is None:
+            from evigraph.config import agent_config
+
+            agent = self._require_agent()
+            self._config = agent_config(self.settings(), agent.name, agent.require("config"))
+        return self._config
+
+    def sampling(self) -> SamplingParams:
+        from evigraph.generators.factory import sampling_params
+
+        return sampling_params(self.settings().generator)
+
+    def generator(self) -> Generator:
+        """The configured model, loaded once (a spinner on stderr while it loads)."""
+        if self._generator is None:
+            from evigraph.generators.factory import make_generator
+
+            settings = self.settings()
+            with err_console.status(f"loading {settings.generator.model} ..."):
+                self._generator = make_generator(settings.generator)
+        return self._generator
+
+    def resource(self, name: str, *, default: str | None = None) -> Any | None:
+        """Open the tool ``name`` from its flags, or ``None`` when none was given (``default`` names a corpus
+        to use then)."""
+        flags = {k: v for k, v in self.resource_flags.get(name, {}).items() if v is not None}
+        if not flags and default is None:
+            return None
+        if name == "search":
+            from evigraph.tools.search import open_search
+
+            with err_console.status("opening the search tool ..."):
+                return open_search(**(flags or {"corpus": default}))
+        raise ConfigError(f"unknown resource {name!r}")
+
+    def graph(self, *, config: BaseModel | None = None, **resources: Any) -> Any:
+        """The agent's compiled graph over :meth:`generator` with its config (or ``config``), the sampling
+        settings and ``resources``."""
+        builder = self._require_agent().require("graph_builder")
+        return builder(self.generator(), config=config or self.config(), sampling=self.sampling(), **resources)
+
+    def describe(self) -> dict[str, Any]:
+        """What a run directory pins: the agent, generator settings, agent config, tool flags and options."""
+        settings = self.settings()
+        described: dict[str, Any] = {
+            "agent": self.agent.name if self.agent else None,
+            "generator": settings.generator.model_dump(mode="json", exclude={"num_threads"}),
+            "resources": self.resource_flags,
+        }
+        if self.agent is not None and self.agent.config is not None:
+            described["config"] = self.config().model_dump(mode="json")
+        if self.options is not None:
+            described["options"] = self.options.model_dump(mode="json")
+        return described
+
+    def _require_agent(self) -> LoadedAgent:
+        if self.agent is None:
+            raise ConfigError("this command runs no agent")
+        return self.agent
+
+
+def _flags(annotation: Any) -> list[str]:
+    declared = []
+    for meta in get_args(annotation)[1:]:
+        for flag in (getattr(meta, "default", None), *(getattr(meta, "param_decls", None) or ())):
+            if isinstance(flag, str) and flag.startswith("-"):
+                declared += flag.split("/")
+    return declared
+
+
+def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callable[..., None]:
+    """The typer-ready command for ``func`` (marked by :func:`agent_command`) and ``agent``.
+
+    Raises:
+        ConfigError: a generated flag or parameter name collides with one of the command's own, or with
+            another generated one (e.g. an agent config field named like a command option).
+    """
+    spec: CommandSpec = getattr(func, "__agent_command__", CommandSpec())
+    own = [p for p in inspect.signature(func, eval_str=True).parameters.values() if p.name != RUN_PARAMETER]
+    generated: list[Option] = []
+    if spec.generator:
+        generated += [renamed(o, spec.model_flags) if o.key == "generator.model" else o for o in GENERATOR_OPTIONS]
+    if agent is not None and agent.config is not None and spec.agent_config:
+        inherited = getattr(agent.config, "inherit_from_generator", {})
+        generated += model_options(agent.config, prefix="config__", panel="Agent", exclude=inherited)
+    if spec.options is not None:
+        generated += model_options(spec.options, prefix="options__", panel="Options")
+    for resource in spec.resources:
+        generated += RESOURCE_OPTIONS[resource]
+
+    seen: dict[str, str] = {}
+    for name, annotation in [(p.name, p.annotation) for p in own] + [(o.name, o.annotation) for o in generated]:
+        for flag in _flags(annotation):
+            if flag in seen:
+                raise ConfigError(f"flag {flag} of {name!r} collides with {seen[flag]!r} in {func.__name__}")
+            seen[flag] = name
+    parameters = [
+        *own,
+        inspect.Parameter(_CONFIG_PARAMETER, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt),
+        *(
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=o.annotation)
+            for o in generated
+        ),
+    ]
+    names = [p.name for p in parameters]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{func.__name__}: a parameter name collides with a generated one ({sorted(names)})")
+
+    def command(**values: Any) -> None:
+        overrides: dict[str, Any] = {}
+        resource_flags: dict[str, dict[str, Any]] = {r: {} for r in spec.resources}
+        option_values: dict[str, Any] = {}
+        for option in generated:
+            value = values.pop(option.name)
+            group, _, _ = option.name.partition("__")
+            if group == "generator":
+                overrides[option.key] = value
+            elif group == "config":
+                overrides[f"agents.{agent.name}.{option.key}"] = value  # type: ignore[union-attr]
+            elif group == "options":
+                if value is not None:
+                    option_values[option.key] = value
+            else:
+                resource_flags[group][option.key] = value
+        options = None
+        if spec.options is not None:
+            try:
+                options = spec.options.model_validate(option_values)
+            except ValidationError as error:
+                raise ConfigError(str(error).splitlines()[1], source="options") from None
+        run = AgentRun(
+            agent,
+            config_path=values.pop(_CONFIG_PARAMETER),
+            overrides=overrides,
+            resource_flags=resource_flags,
+            options=options,
+        )
+        func(**values, **{RUN_PARAMETER: run})
+
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__doc__ = func.__doc__
+    command.__name__ = func.__name__
+    return command

@@ -1,0 +1,68 @@
+"""The one reward signature every agent offers: a trajectory and its gold answer → named components.
+
+The trainer, ``evigraph reward`` and the graphs (when a run is given its gold answer) all call an agent's reward
+the same way::
+
+    rewards = reward(trajectory, gold)        # gold: an instance of reward.gold_schema
+    rewards.value                             # the scalar GRPO optimises (the component reward.scalar names)
+    rewards.as_dict()                         # every component, for logs and reports
+
+An :class:`AgentReward` is a picklable callable object (Ray ships it to rollout workers) that declares which of
+its components is the training scalar -- by declaration, not by a naming convention -- and the pydantic model
+its gold answers validate into. Component functions stay pure functions of typed values in the agent's
+``rewards.py``; the reward object only reads the trajectory and hands them their arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from evigraph.trajectory import RewardComponent, Trajectory
+
+__all__ = ("AgentReward", "Rewards")
+
+
+class Rewards(BaseModel):
+    """One trajectory's reward: its named components and which one is the training scalar."""
+
+    model_config = ConfigDict(frozen=True)
+
+    components: tuple[RewardComponent, ...]
+    scalar: str
+    """The name of the component the trainer optimises."""
+
+    @model_validator(mode="after")
+    def _scalar_is_a_component(self) -> Rewards:
+        names = [c.type for c in self.components]
+        if len(set(names)) != len(names):
+            raise ValueError(f"component names must be unique, got {names}")
+        if self.scalar not in names:
+            raise ValueError(f"scalar {self.scalar!r} is not one of the components {names}")
+        return self
+
+    @property
+    def value(self) -> float:
+        """The training scalar."""
+        return next(c.value for c in self.components if c.type == self.scalar)
+
+    def as_dict(self) -> dict[str, float]:
+        return {c.type: c.value for c in self.components}
+
+
+@runtime_checkable
+class AgentReward(Protocol):
+    """What an agent's reward object provides (see the module docstring)."""
+
+    __name__: str
+    """The log key of the reward (``veri_r1_final``)."""
+    scalar: str
+    """The component the trainer optimises."""
+    gold_schema: type[BaseModel]
+    """The model gold answers validate into (from a data file's line, a graph's ``gold`` input or a training
+    label)."""
+
+    def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
+        """Score ``trajectory`` (its ``output``, or its transcript when it has none) against ``gold``."""
+        ...

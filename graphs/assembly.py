@@ -1,0 +1,128 @@
+"""The generic end of every graph run: exact token ids on the segments, token spans on the steps, the reward.
+
+A graph's ``finish`` node decides what the run concluded (the agent's own logic) and hands the transcript,
+its steps and that output to :func:`assemble_trajectory`, which does the rest the same way for every agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from evigraph.errors import ConfigError, TokenContractError
+from evigraph.graphs.context import RunScope
+from evigraph.rewards import AgentReward
+from evigraph.tokens import TokenOffsets
+from evigraph.trajectory import Segment, Step, Timing, Trajectory, TrajectoryError
+
+__all__ = ("assemble_trajectory", "exact_segments", "with_token_spans")
+
+logger = logging.getLogger(__name__)
+
+
+def exact_segments(transcript: Sequence[Segment], scope: RunScope) -> list[Segment]:
+    """The transcript with every segment's exact token ids, on token backends.
+
+    Text backends keep the text-only transcript. On a token backend, a transcript the chat template cannot
+    render stays text-only with a warning -- or, in a strict run, raises.
+
+    Raises:
+        TokenContractError: a strict run whose transcript cannot be rendered exactly.
+    """
+    if scope.chat_format is None:
+        return list(transcript)
+    try:
+        return scope.chat_format.segment_token_ids(transcript, strict=scope.strict)
+    except ConfigError as error:
+        if scope.strict:
+            raise TokenContractError(f"the transcript cannot be rendered exactly: {error}") from error
+        logger.warning("trajectory stored without token ids: %s", error)
+        return list(transcript)
+
+
+def with_token_spans(steps: Sequence[Step], segments: Sequence[Segment], scope: RunScope) -> list[Step]:
+    """Fill each step's ``token_span`` in whole-sequence coordinates: its segment's span, or -- for a step with
+    a ``char_span`` -- the exact tokens of those characters inside the segment (:class:`~evigraph.tokens.TokenOffsets`).
+
+    Steps stay without spans when some segment has no ids (text backends).
+
+    Raises:
+        TokenContractError: a strict run and some segment has no ids.
+    """
+    if any(s.token_ids is None for s in segments):
+        if scope.strict:
+            raise TokenContractError("a strict run produced segments without token ids")
+        return list(steps)
+    starts, position = [], 0
+    for segment in segments:
+        starts.append(position)
+        position += len(segment.token_ids or ())
+    offsets: dict[int, TokenOffsets] = {}
+    filled = []
+    for step in steps:
+        index = step.segment_index
+        if index is None or not 0 <= index < len(segments):
+            filled.append(step)
+            continue
+        ids = segments[index].token_ids or []
+        if step.char_span is None:
+            first, last = 0, len(ids)
+        else:
+            if scope.chat_format is None:  # ids without a tokenizer cannot be mapped to characters
+                filled.append(step)
+                continue
+            if index not in offsets:
+                offsets[index] = TokenOffsets(ids, scope.chat_format.decode)
+            first, last = offsets[index].token_span(*step.char_span)
+        filled.append(step.model_copy(update={"token_span": (starts[index] + first, starts[index] + last)}))
+    return filled
+
+
+def assemble_trajectory(
+    *,
+    agent: str,
+    run_id: str,
+    inputs: dict[str, Any],
+    transcript: Sequence[Segment],
+    steps: Sequence[Step],
+    output: BaseModel,
+    scope: RunScope,
+    timing: Timing,
+    error: TrajectoryError | None = None,
+    reward: AgentReward | None = None,
+    gold: Mapping[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Trajectory:
+    """The run's :class:`Trajectory`: exact segments, spanned steps, the output, and -- when ``gold`` is given --
+    ``reward(trajectory, gold)`` stored as its components with the reward's declared scalar.
+
+    Raises:
+        TokenContractError: a strict run that cannot keep exact ids (see :func:`exact_segments`).
+        ConfigError: ``gold`` does not validate against ``reward.gold_schema``.
+    """
+    segments = exact_segments(transcript, scope)
+    trajectory = Trajectory(
+        id=run_id,
+        agent=agent,
+        input=inputs,
+        segments=segments,
+        steps=with_token_spans(steps, segments, scope),
+        output=output.model_dump(),
+        metadata={"generator": scope.generator.name, **(metadata or {})},
+        timing=timing,
+        error=error,
+    )
+    if gold and reward is not None:
+        try:
+            target = reward.gold_schema.model_validate(gold)
+        except ValidationError as invalid:
+            raise ConfigError(
+                f"the run's gold answer does not fit {reward.__name__}: {invalid}", source="gold"
+            ) from None
+        rewards = reward(trajectory, target)
+        trajectory.rewards = list(rewards.components)
+        trajectory.reward_scalar = rewards.scalar
+    return trajectory
