@@ -59,3 +59,79 @@ def test_errors_name_the_offending_source(
 def test_vllm_engine_table_reaches_the_settings(tmp_path: Path) -> None:
     config = _file(tmp_path, '[generator]\nmodel = "vllm:/models/q"\n[generator.vllm_engine]\nmax_model_len = 4096\n')
     assert load_settings(env={}, config_path=config).generator.vllm_engine == {"max_model_len": 4096}
+
+
+# -- agent sections and settings an agent takes from the generator --------------------------------------------
+
+
+def _veri_r1(overrides: dict | None = None, env: dict | None = None, file_text: str = "", tmp_path: Path | None = None):
+    from evigraph.agents.veri_r1.schemas import VeriR1Config
+    from evigraph.config import agent_config
+
+    assert tmp_path is not None
+    settings = load_settings(overrides or {}, env=env or {}, config_path=_file(tmp_path, file_text))
+    return agent_config(settings, "veri-r1", VeriR1Config)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "env", "file_text", "turn", "offline"),
+    [
+        ({}, {}, "", 512, 1024),  # the agent's defaults (spec §5), not the generator's 256
+        ({}, {}, "[generator]\nmax_new_tokens = 100\n", 100, 100),  # the file's generator key reaches the agent
+        ({}, {"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS": "80"}, "[generator]\nmax_new_tokens = 100\n", 80, 80),  # env > file
+        ({"generator.max_new_tokens": 64}, {"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS": "80"}, "", 64, 64),  # flag > env
+        # Same source: the agent's own key wins, the other field still takes the generator's.
+        ({}, {}, "[generator]\nmax_new_tokens = 100\n[agents.veri-r1]\nmax_new_tokens = 300\n", 300, 100),
+        ({}, {"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS": "80"}, "[agents.veri-r1]\nmax_new_tokens = 300\n", 80, 80),
+        ({}, {"EVIGRAPH_AGENTS__VERI_R1__MAX_NEW_TOKENS": "90"}, "[generator]\nmax_new_tokens = 100\n", 90, 100),
+    ],
+)
+def test_the_per_turn_cap_follows_the_documented_precedence(
+    tmp_path: Path, overrides: dict, env: dict, file_text: str, turn: int, offline: int
+) -> None:
+    config = _veri_r1(overrides, env, file_text, tmp_path)
+    assert (config.max_new_tokens, config.offline_max_new_tokens) == (turn, offline)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "env", "file_text", "expected"),
+    [
+        ({}, {}, "", 3),
+        ({}, {}, "[agents.veri-r1]\nmax_searches = 2\n", 2),
+        ({}, {"EVIGRAPH_AGENTS__VERI_R1__MAX_SEARCHES": "1"}, "[agents.veri-r1]\nmax_searches = 2\n", 1),
+        ({"agents.veri-r1.max_searches": 4}, {"EVIGRAPH_AGENTS__VERI_R1__MAX_SEARCHES": "1"}, "", 4),
+        ({}, {}, "[agents.veri_r1]\nmax_searches = 5\n", 5),  # the env spelling of the name works in files too
+    ],
+)
+def test_an_agent_setting_follows_flags_env_file_defaults(
+    tmp_path: Path, overrides: dict, env: dict, file_text: str, expected: int
+) -> None:
+    assert _veri_r1(overrides, env, file_text, tmp_path).max_searches == expected
+
+
+@pytest.mark.parametrize(
+    ("overrides", "env", "file_text", "expected"),
+    [
+        ({}, {}, "[agents.veri-r1]\nmax_searches = -1\n", r"evigraph\.toml:agents\.veri-r1\.max_searches: .*-1"),
+        ({}, {"EVIGRAPH_AGENTS__VERI_R1__TOP_K": "many"}, "", r"EVIGRAPH_AGENTS__VERI_R1__TOP_K: .*'many'"),
+        ({"agents.veri-r1.top_k": 0}, {}, "", r"--top-k: agents\.veri-r1\.top_k"),
+        (
+            {},
+            {},
+            "[agents.veri-r1]\nmax_serches = 2\n",
+            r"unknown setting 'agents\.veri-r1\.max_serches'; accepted: agents\.veri-r1\.offline, .*max_searches",
+        ),
+        (
+            {},
+            {},
+            "[agents.veri-r1.format]\nforbid_free = false\n",
+            r"unknown setting 'agents\.veri-r1\.format\.forbid_free'; accepted: .*format\.forbid_free_text",
+        ),
+        ({}, {"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS": "0"}, "", r"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS: .*"),
+    ],
+)
+def test_agent_setting_errors_name_their_source(
+    tmp_path: Path, overrides: dict, env: dict, file_text: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        _veri_r1(overrides, env, file_text, tmp_path)

@@ -196,7 +196,8 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
         generated += RESOURCE_OPTIONS[resource]
 
     seen: dict[str, str] = {}
-    for name, annotation in [(p.name, p.annotation) for p in own] + [(o.name, o.annotation) for o in generated]:
+    declared = [(p.name, p.annotation) for p in own] + [(_CONFIG_PARAMETER, ConfigOpt)]
+    for name, annotation in declared + [(o.name, o.annotation) for o in generated]:
         for flag in _flags(annotation):
             if flag in seen:
                 raise ConfigError(f"flag {flag} of {name!r} collides with {seen[flag]!r} in {func.__name__}")

@@ -112,6 +112,36 @@ def test_eval_refuses_to_mix_settings_in_one_run_directory(tmp_path: Path) -> No
     assert other.returncode == 2 and "other settings" in other.stderr
 
 
+def test_the_per_turn_cap_from_the_environment_or_config_file_reaches_the_graph(tmp_path: Path) -> None:
+    """Issue 8: generator.max_new_tokens from EVIGRAPH_* or evigraph.toml used to be replaced by the agent's 512."""
+    data = _write_jsonl(tmp_path / "claims.jsonl", _records(1))
+    replies = tmp_path / "replies.json"
+    long_reply = "<think>" + "word " * 40 + "</think>" + _support_reply()
+    replies.write_text(json.dumps([long_reply]), encoding="utf-8")
+    for name, env, config_text, cap in (
+        ("env", {"EVIGRAPH_GENERATOR__MAX_NEW_TOKENS": "7"}, "", 7),
+        ("file", {}, "[generator]\nmax_new_tokens = 9\n[agents.veri-r1]\nmax_searches = 2\n", 9),
+    ):
+        (tmp_path / "evigraph.toml").write_text(config_text, encoding="utf-8")
+        out = tmp_path / name
+        command = _cli("eval", "veri-r1", "--data", str(data), "--out", str(out), "--offline")
+        result = subprocess.run(
+            [*command, "--model", f"scripted:{replies}"],
+            env={**_env(), **env},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        pinned = json.loads((out / "run.json").read_text(encoding="utf-8"))["config"]
+        assert pinned["max_new_tokens"] == pinned["offline_max_new_tokens"] == cap
+        assert pinned["max_searches"] == (2 if name == "file" else 3)
+        record = json.loads((out / "predictions.jsonl").read_text(encoding="utf-8"))
+        policy = [s for s in record["trajectory"]["segments"] if s["origin"] == "policy"]
+        # The scripted backend counts whitespace pieces: the turn was cut at the cap.
+        assert policy[0]["finish_reason"] == "length" and len(policy[0]["text"].split()) == cap
+
+
 def test_eval_names_file_and_line_of_a_bad_record(tmp_path: Path) -> None:
     data = tmp_path / "claims.jsonl"
     data.write_text(json.dumps(_records(1)[0]) + "\n" + '{"id": 5}\n', encoding="utf-8")
@@ -162,6 +192,18 @@ def test_score_accepts_foreign_records_and_reward_emits_components(tmp_path: Pat
     rows = [json.loads(line) for line in rewards.stdout.splitlines()]
     assert rows[0]["id"] == "1" and rows[0]["total"] == pytest.approx(4.0)
     assert rows[1]["label"] == 0.0 and rows[1]["evidence"] == 1.0  # both evidence sets empty: IoU 1 by convention
+    assert {row["scalar"] for row in rows} == {"total"}  # the scalar the agent declares
+    compat = subprocess.run(
+        _cli("reward", "veri-r1", "--input", str(pred), "--gold", str(gold), "--reward", "compat-training"),
+        env=_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert compat.returncode == 0, compat.stderr
+    compat_rows = [json.loads(line) for line in compat.stdout.splitlines()]
+    assert compat_rows[1]["evidence"] == 0.0  # the reference gives no evidence credit on an empty gold set
+    unknown = subprocess.run(
+        _cli("reward", "veri-r1", "--input", str(pred), "--reward", "nope"), env=_env(), capture_output=True, text=True
+    )
+    assert unknown.returncode == 2 and "has no reward 'nope'; it has: final, compat-training" in unknown.stderr
 
 
 def test_filter_keeps_only_exactly_right_samples(tmp_path: Path) -> None:

@@ -1,0 +1,106 @@
+"""The graph: ``ask`` (the prompt) → ``answer`` (one policy turn) → ``finish`` (verdict, trajectory, reward).
+
+Per-run settings (a generator supplied per run, sampling, a token budget, strict token mode for training)
+arrive through LangGraph's run context as :class:`~evigraph.graphs.context.RunContext`; the generic end of
+the run is :func:`~evigraph.graphs.assembly.assemble_trajectory`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from evigraph.generators.base import Generator
+from evigraph.generators.types import SamplingParams
+from evigraph.graphs.assembly import assemble_trajectory
+from evigraph.graphs.context import RunContext, RunScope
+from evigraph.tokens import plan_turn
+from evigraph.trajectory import Segment, Step, Timing, TrajectoryError
+from passage_check.prompts import prompt
+from passage_check.protocol import PROTOCOL
+from passage_check.rewards import REWARD
+from passage_check.schemas import PassageCheckConfig, PassageCheckInputs, PassageCheckResult
+from passage_check.verdict import read_verdict
+
+__all__ = ("build_passage_check_graph",)
+
+
+class State(PassageCheckInputs, total=False):
+    transcript: tuple[Segment, ...]
+    error: TrajectoryError | None
+    started_at: float
+    generate_s: float
+
+
+def build_passage_check_graph(
+    generator: Generator | None, *, config: PassageCheckConfig | None = None, sampling: SamplingParams | None = None
+) -> Any:
+    """The compiled graph (``generator`` may be ``None`` when each run passes one in its ``RunContext``)."""
+    config = config or PassageCheckConfig()
+    template = (sampling or SamplingParams()).model_copy(
+        update={"stop": PROTOCOL.stop_strings("answer"), "max_new_tokens": config.max_new_tokens}
+    )
+
+    async def ask(state: State) -> dict[str, Any]:
+        question = Segment(origin="prompt", role="user", text=prompt(state["claim"], state["passage"]))
+        return {"transcript": (question,), "started_at": time.time()}
+
+    async def answer(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        scope = RunScope.resolve(runtime, generator)
+        transcript = state["transcript"]
+        used = scope.prompt_tokens(transcript) if scope.limit is not None else 0
+        plan = plan_turn(
+            used=used,
+            turn_cap=config.max_new_tokens,
+            final_cap=config.max_new_tokens,
+            max_observation=0,
+            limit=scope.limit,
+        )
+        if plan is None:
+            failure = TrajectoryError(type="BudgetExhausted", message="the prompt fills the budget", where="budget")
+            return {"error": failure}
+        result = await scope.generate(transcript, scope.params(template, max_new_tokens=plan.max_new_tokens))
+        if result.error is not None:
+            return {"error": result.error, "generate_s": result.seconds}
+        turn = result.continuation.to_segment()  # type: ignore[union-attr]
+        return {"transcript": (*transcript, turn), "generate_s": result.seconds}
+
+    async def finish(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        scope = RunScope.resolve(runtime, generator)
+        transcript = state["transcript"]
+        turns = [i for i, s in enumerate(transcript) if s.origin == "policy"]
+        output = read_verdict("".join(transcript[i].text for i in turns), lenient=config.lenient)
+        trajectory = assemble_trajectory(
+            agent="passage-check",
+            run_id=state.get("id") or uuid.uuid4().hex,
+            inputs={"claim": state["claim"], "passage": state["passage"]},
+            transcript=transcript,
+            steps=[Step(index=k, kind="answer", text=transcript[i].text, segment_index=i) for k, i in enumerate(turns)],
+            output=output,
+            scope=scope,
+            timing=Timing(
+                started_at=state["started_at"],
+                wall_s=time.time() - state["started_at"],
+                generate_s=state.get("generate_s", 0.0),
+            ),
+            error=state.get("error"),
+            reward=REWARD,
+            gold=state.get("gold"),
+        )
+        return {"output": output, "trajectory": trajectory}
+
+    graph = StateGraph(
+        State, context_schema=RunContext, input_schema=PassageCheckInputs, output_schema=PassageCheckResult
+    )
+    graph.add_node("ask", ask)
+    graph.add_node("answer", answer)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "answer")
+    graph.add_edge("answer", "finish")
+    graph.add_edge("finish", END)
+    return graph.compile(name="passage-check")
