@@ -17,6 +17,7 @@ from evigraph.errors import (
     GeneratorError,
     InputDataError,
     MissingDependencyError,
+    TokenContractError,
     ToolError,
 )
 from evigraph.trajectory import Evidence, RewardComponent, Segment, Step, Timing, Trajectory, TrajectoryError
@@ -39,6 +40,7 @@ __all__ = (
     "Segment",
     "Step",
     "Timing",
+    "TokenContractError",
     "ToolError",
     "Trajectory",
     "TrajectoryError",

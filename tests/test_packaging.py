@@ -7,6 +7,7 @@ dependencies (pip, setuptools, pydantic ...) through a plain path line, so nothi
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -69,6 +70,9 @@ def test_import_evigraph_is_light(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Build from a copy: setuptools writes build/ and *.egg-info/ next to the sources it builds.
+    source = tmp_path_factory.mktemp("source") / "evigraph"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -81,7 +85,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "-w",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,

@@ -185,3 +185,14 @@ def test_a_step_with_a_character_span_gets_the_exact_tokens_of_those_characters(
     ]
     start, end = trajectory.steps[1].token_span
     assert scope.chat_format.decode(trajectory.token_ids()[start:end]).endswith("So it is wrong. é😀")
+
+
+def test_strict_step_spans_need_every_segment_s_ids(tiny_tokenizer: Any) -> None:
+    from evigraph.graphs.assembly import with_token_spans
+
+    segments = [Segment(origin="prompt", role="user", text="q"), Segment(origin="policy", text="a")]
+    steps = [Step(index=0, kind="answer", text="a", segment_index=1)]
+    generator = ScriptedGenerator(["x"], tokenizer=tiny_tokenizer)
+    assert with_token_spans(steps, segments, RunScope.resolve(None, generator))[0].token_span is None
+    with pytest.raises(TokenContractError, match="without token ids"):
+        with_token_spans(steps, segments, RunScope.resolve(_runtime(RunContext(strict_tokens=True)), generator))

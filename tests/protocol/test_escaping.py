@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import pickle
 
 import pytest
@@ -10,7 +9,6 @@ from pydantic import ValidationError
 
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.errors import ConfigError
-from evigraph.protocol import escaping, steps, tags
 from evigraph.protocol.escaping import DEFAULT_GUARDS, EscapedText, Guard, Guards, escape_untrusted, neutralize
 
 # (untrusted text, rendered text): one comment per case.
@@ -116,9 +114,3 @@ def test_declarations_pickle() -> None:
     # Reward functions built on protocols cross process boundaries (Ray).
     assert pickle.loads(pickle.dumps(VERI_R1_PROTOCOL)) == VERI_R1_PROTOCOL
     assert pickle.loads(pickle.dumps(DEFAULT_GUARDS)) == DEFAULT_GUARDS
-
-
-@pytest.mark.parametrize("module", [escaping, tags, steps])
-def test_docstring_examples(module: object) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
-    assert result.failed == 0
