@@ -39,8 +39,9 @@ def run_command(
     if run.config().offline:  # type: ignore[attr-defined]
         raise ConfigError("verify runs online; the offline variant needs given entries (evigraph eval --offline)")
     graph = run.graph(search=run.resource("search", default="demo"))
+    context = run.context()
     with err_console.status("verifying ..."):
-        result = asyncio.run(graph.ainvoke({"claim": claim}))
+        result = asyncio.run(graph.ainvoke({"claim": claim}, context=context))
     trajectory, output = result["trajectory"], result["output"]
     if as_json:
         sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
@@ -94,9 +95,10 @@ def filter_command(
             raise ConfigError("some records carry no entries: give --corpus to build their offline context")
         claims = with_offline_context(claims, search, seed=sample_seed or 0)
     graph = run.graph(config=run.config().model_copy(update={"offline": True}))
+    context = run.context()
 
     async def run_one(record: object) -> VeriR1Record:
-        return EVALUATION.result(record, await graph.ainvoke(EVALUATION.graph_input(record)))
+        return EVALUATION.result(record, await graph.ainvoke(EVALUATION.graph_input(record), context=context))
 
     run_config = {**run.describe(), "variant": "filter", "data": str(data.resolve())}
     run_in_dir(claims, run_one, id_of=lambda c: c.id, out_dir=out, run_config=run_config, concurrency=concurrency)

@@ -72,6 +72,7 @@ def _eval_command(agent: LoadedAgent) -> Callable[..., None]:
             concurrency=concurrency,
             retry_failed=retry_failed,
             description=f"{agent.name} {data.name}",
+            context=run.context(),
         )
         headline = ("n", *adapter.headline, "n_failed_runs")
         console.print_json(json.dumps({k: report[k] for k in headline if k in report}))

@@ -9,7 +9,7 @@ for and of its options model, and calls it with an :class:`AgentRun` that turns 
     @agent_command(resources=("search",))
     def run_command(run: AgentRun, claim: Annotated[str, typer.Argument()]) -> None:
         graph = run.graph(search=run.resource("search", default="demo"))
-        ...
+        result = asyncio.run(graph.ainvoke({"claim": claim}, context=run.context()))
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from rich.console import Console
 
 from evigraph.cli.options import GENERATOR_OPTIONS, RESOURCE_OPTIONS, ConfigOpt, Option, model_options, renamed
 from evigraph.errors import ConfigError
+from evigraph.jsonl import format_validation_error
 
 if TYPE_CHECKING:
     from evigraph.config import Settings
     from evigraph.generators.base import Generator
     from evigraph.generators.types import SamplingParams
+    from evigraph.graphs.context import RunContext
     from evigraph.registry import LoadedAgent
 
 __all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command")
@@ -141,10 +143,17 @@ class AgentRun:
         raise ConfigError(f"unknown resource {name!r}")
 
     def graph(self, *, config: BaseModel | None = None, **resources: Any) -> Any:
-        """The agent's compiled graph over :meth:`generator` with its config (or ``config``), the sampling
-        settings and ``resources``."""
+        """The agent's graph compiled with its config (or ``config``), the sampling settings and ``resources``,
+        and no generator: runs take :meth:`context`. Compiling needs no model, so a wrong combination of
+        options fails before one loads."""
         builder = self._require_agent().require("graph_builder")
-        return builder(self.generator(), config=config or self.config(), sampling=self.sampling(), **resources)
+        return builder(None, config=config or self.config(), sampling=self.sampling(), **resources)
+
+    def context(self) -> RunContext:
+        """The run context that hands each graph run the configured generator (loading it on first use)."""
+        from evigraph.graphs.context import RunContext
+
+        return RunContext(generator=self.generator())
 
     def describe(self) -> dict[str, Any]:
         """What a run directory pins: the agent, generator settings, agent config, tool flags and options."""
@@ -235,7 +244,7 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
             try:
                 options = spec.options.model_validate(option_values)
             except ValidationError as error:
-                raise ConfigError(str(error).splitlines()[1], source="options") from None
+                raise ConfigError(format_validation_error(error), source="options") from None
         run = AgentRun(
             agent,
             config_path=values.pop(_CONFIG_PARAMETER),

@@ -114,8 +114,12 @@ def evaluate(
     concurrency: int = 4,
     retry_failed: bool = False,
     description: str = "eval",
+    context: Any = None,
 ) -> dict[str, Any]:
     """Run ``graph`` over ``records`` into ``out_dir`` (resumable) and write the report and plots.
+
+    ``context`` is every run's LangGraph run context (a :class:`~evigraph.graphs.context.RunContext` handing
+    the runs their generator, for a graph compiled without one).
 
     Returns:
         The report: the run summary, ``n_failed_runs`` and -- when the records carry gold answers -- the
@@ -123,7 +127,7 @@ def evaluate(
     """
 
     async def run_one(record: Any) -> BaseModel:
-        return adapter.result(record, await graph.ainvoke(adapter.graph_input(record)))
+        return adapter.result(record, await graph.ainvoke(adapter.graph_input(record), context=context))
 
     summary = run_in_dir(
         records,
