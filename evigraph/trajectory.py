@@ -27,10 +27,22 @@ __all__ = (
     "Trajectory",
     "TrajectoryError",
     "flat_response",
+    "segment_spans",
 )
 
 Origin = Literal["prompt", "policy", "environment"]
 """Who wrote a segment. Only ``policy`` tokens are trained on; the rest are masked."""
+
+
+def segment_spans(segments: Sequence[Segment]) -> list[tuple[int, int]] | None:
+    """Each segment's half-open token range in the whole sequence, or ``None`` if some segment has no ids."""
+    spans, position = [], 0
+    for segment in segments:
+        if segment.token_ids is None:
+            return None
+        spans.append((position, position + len(segment.token_ids)))
+        position += len(segment.token_ids)
+    return spans
 
 
 def flat_response(segments: Sequence[Segment]) -> str:
@@ -189,13 +201,7 @@ class Trajectory(BaseModel):
 
     def action_ranges(self) -> list[tuple[int, int]] | None:
         """Half-open token ranges of policy segments in :meth:`token_ids` coordinates (the loss mask)."""
-        if self.token_ids() is None:
+        spans = segment_spans(self.segments)
+        if spans is None:
             return None
-        ranges: list[tuple[int, int]] = []
-        position = 0
-        for segment in self.segments:
-            n = len(segment.token_ids or [])
-            if segment.origin == "policy":
-                ranges.append((position, position + n))
-            position += n
-        return ranges
+        return [span for span, segment in zip(spans, self.segments, strict=True) if segment.origin == "policy"]

@@ -16,7 +16,7 @@ from evigraph.errors import ConfigError, TokenContractError
 from evigraph.graphs.context import RunScope
 from evigraph.rewards import AgentReward
 from evigraph.tokens import TokenOffsets
-from evigraph.trajectory import Segment, Step, Timing, Trajectory, TrajectoryError
+from evigraph.trajectory import Segment, Step, Timing, Trajectory, TrajectoryError, segment_spans
 
 __all__ = ("assemble_trajectory", "exact_segments", "with_token_spans")
 
@@ -52,14 +52,11 @@ def with_token_spans(steps: Sequence[Step], segments: Sequence[Segment], scope: 
     Raises:
         TokenContractError: a strict run and some segment has no ids.
     """
-    if any(s.token_ids is None for s in segments):
+    spans = segment_spans(segments)
+    if spans is None:
         if scope.strict:
             raise TokenContractError("a strict run produced segments without token ids")
         return list(steps)
-    starts, position = [], 0
-    for segment in segments:
-        starts.append(position)
-        position += len(segment.token_ids or ())
     offsets: dict[int, TokenOffsets] = {}
     filled = []
     for step in steps:
@@ -77,7 +74,8 @@ def with_token_spans(steps: Sequence[Step], segments: Sequence[Segment], scope: 
             if index not in offsets:
                 offsets[index] = TokenOffsets(ids, scope.chat_format.decode)
             first, last = offsets[index].token_span(*step.char_span)
-        filled.append(step.model_copy(update={"token_span": (starts[index] + first, starts[index] + last)}))
+        start = spans[index][0]
+        filled.append(step.model_copy(update={"token_span": (start + first, start + last)}))
     return filled
 
 
