@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from langgraph.errors import GraphBubbleUp
+
 from evigraph.errors import ConfigError, TokenContractError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
@@ -110,6 +112,8 @@ class RunScope:
         started = time.perf_counter()
         try:
             continuation = await self.generator.continue_transcript(transcript, params)
+        except GraphBubbleUp:
+            raise  # an interrupt (human in the loop) or a command is LangGraph's control flow, not a failure
         except Exception as error:
             failure = TrajectoryError(type=type(error).__name__, message=str(error), where="generate")
             return TurnResult(None, failure, time.perf_counter() - started)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any, NamedTuple, TypedDict
+from dataclasses import dataclass, replace
+from typing import Any, TypedDict
 
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -58,7 +60,8 @@ ENVIRONMENT_OVERHEAD_TOKENS = 128
 """What an environment turn adds beyond its entries (chat wrapper, tags, notes): a bound for the budget."""
 
 
-class Turn(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Turn:
     """One policy turn as the run goes (turned into a :class:`Step` when the run finishes)."""
 
     kind: str
@@ -77,12 +80,14 @@ class Turn(NamedTuple):
         return Step(index=index, kind=self.kind, text=text, segment_index=self.segment_index, payload=payload)
 
 
-class Progress(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Progress:
     """One run's bookkeeping (spec §2.6 state), replaced whole by each node.
 
     Kept in a single state key on purpose: LangGraph's per-step cost grows with the number of state channels
     (16 channels cost ~35% more scheduling CPU than 1 in ``benchmarks/rollout_concurrency.py``'s setting).
-    A named tuple because ``_replace`` is several times cheaper than ``dataclasses.replace`` on this path.
+    A frozen dataclass with typed fields, so any LangGraph checkpointer stores it and, in strict
+    deserialisation mode, allows it from the graph's own schema (named tuples are not recognised there).
     """
 
     transcript: tuple[Segment, ...]
@@ -204,7 +209,7 @@ class _Nodes:
         if plan is None:
             message = f"the prompt alone fills the sequence budget of {scope.limit} tokens"
             return {
-                "progress": run._replace(error=TrajectoryError(type="BudgetExhausted", message=message, where="budget"))
+                "progress": replace(run, error=TrajectoryError(type="BudgetExhausted", message=message, where="budget"))
             }
         last = plan.final or run.n_turns + 1 >= config.turns
         protocol: dict[str, Any] = {}
@@ -220,7 +225,7 @@ class _Nodes:
             protocol["guide"] = Guide.pattern(regex)
         result = await scope.generate(run.transcript, scope.params(self.params, **protocol))
         if result.error is not None:
-            return {"progress": run._replace(error=result.error, generate_s=run.generate_s + result.seconds)}
+            return {"progress": replace(run, error=result.error, generate_s=run.generate_s + result.seconds)}
         continuation = result.continuation
         assert continuation is not None
         segment = continuation.to_segment()
@@ -233,7 +238,8 @@ class _Nodes:
             max_turns=config.turns,
             final=plan.final,
         )
-        progress = run._replace(
+        progress = replace(
+            run,
             transcript=(*run.transcript, segment),
             n_turns=n_turns,
             action=action,
@@ -257,9 +263,11 @@ class _Nodes:
                 hits = await search(query, config.top_k)
             else:
                 hits = await asyncio.to_thread(self.search.search, query, config.top_k)
+        except GraphBubbleUp:
+            raise  # LangGraph's interrupts and commands pass through
         except Exception as error:  # a failed tool call ends the run as data (generate passes it to finish)
             failure = TrajectoryError(type=type(error).__name__, message=str(error), where="search")
-            return {"progress": run._replace(error=failure)}
+            return {"progress": replace(run, error=failure)}
         hits = list(hits)[: config.top_k]
         tokenizer = scope.chat_format.tokenizer if scope.chat_format is not None else None
         entries, truncated = truncate_to_tokens(render_information(hits), config.max_information_tokens, tokenizer)
@@ -274,8 +282,9 @@ class _Nodes:
             lambda last: information_turn(entries, [*notes, answer_now_note()] if last else notes),
             n_search >= config.max_searches or run.n_turns + 1 >= config.turns,
         )
-        turn = run.turns[-1]._replace(hits=tuple(h.id for h in hits), duplicate_of=duplicate_of, truncated=truncated)
-        progress = run._replace(
+        turn = replace(run.turns[-1], hits=tuple(h.id for h in hits), duplicate_of=duplicate_of, truncated=truncated)
+        progress = replace(
+            run,
             transcript=(*run.transcript, segment),
             n_search=n_search,
             queries=(*run.queries, query),
@@ -295,7 +304,7 @@ class _Nodes:
             lambda last: f"\n{correction_note(kind, last_turn=last)}\n",
             run.n_turns + 1 >= self.config.turns,
         )
-        return {"progress": run._replace(transcript=(*run.transcript, segment), n_tokens=n_tokens)}
+        return {"progress": replace(run, transcript=(*run.transcript, segment), n_tokens=n_tokens)}
 
     async def finish(self, state: VeriR1State, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
