@@ -24,7 +24,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.corpora.documents import read_documents
-from evigraph.corpora.entries import CorpusEntry, SentenceSplitter, entries_for, load_sentence_splitter
+from evigraph.corpora.entries import (
+    CorpusEntry,
+    SentenceSplitter,
+    default_splitter_name,
+    entries_for,
+    load_sentence_splitter,
+)
 from evigraph.errors import ConfigError
 from evigraph.files import atomic_write
 
@@ -36,11 +42,18 @@ MANIFEST = "manifest.json"
 _BATCH = 2000
 
 
+LAYOUT = 2
+"""What a built corpus stores; bump it when that changes, so older builds are rebuilt (1: entries joined
+sentences with single spaces and the index kept no document id; 2: exact source slices, ``doc_id`` stored)."""
+
+
 class BuildParams(BaseModel):
     """What changes the built corpus (part of the skip decision)."""
 
     group_sentences: int | None = None
     splitter: str | None = None
+    layout: int = 1
+    """:data:`LAYOUT` of the build (manifests written before it existed read as 1)."""
 
 
 class Manifest(BaseModel):
@@ -77,9 +90,14 @@ def _version(name: str) -> str | None:
 
 
 def _write_index(collection: Path, index_dir: Path, entries_total: int, threads: int) -> None:
-    from evigraph.corpora.jvm import start_jvm
+    from evigraph.corpora.jvm import jvm_call, start_jvm
 
     start_jvm()
+    jvm_call(_index_collection, collection, index_dir, entries_total, threads)
+
+
+def _index_collection(collection: Path, index_dir: Path, entries_total: int, threads: int) -> None:
+    """Index ``collection`` into ``index_dir`` (on the JVM thread, like every Java call)."""
     from pyserini.index.lucene import LuceneIndexer
 
     tmp = index_dir.with_name(index_dir.name + ".tmp")
@@ -89,7 +107,14 @@ def _write_index(collection: Path, index_dir: Path, entries_total: int, threads:
     with collection.open(encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
-            batch.append({"id": record["id"], "contents": record["contents"], "title": record.get("title") or ""})
+            batch.append(
+                {
+                    "id": record["id"],
+                    "contents": record["contents"],
+                    "title": record.get("title") or "",
+                    "doc_id": record["doc_id"],
+                }
+            )
             if len(batch) >= _BATCH:
                 indexer.add_batch_dict(batch)
                 batch = []
@@ -134,14 +159,19 @@ def build_corpus(
         raise ConfigError(f"input {source} does not exist")
     digest = source_hash(source)
     if group_sentences and splitter is None:
-        splitter, splitter_name = load_sentence_splitter()
-    params = BuildParams(group_sentences=group_sentences, splitter=splitter_name if group_sentences else None)
+        splitter_name = default_splitter_name()
+    params = BuildParams(
+        group_sentences=group_sentences, splitter=splitter_name if group_sentences else None, layout=LAYOUT
+    )
     manifest_path = out / MANIFEST
     if manifest_path.is_file() and (out / "index").is_dir() and not force:
         previous = Manifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
         if previous.source_sha256 == digest and previous.params == params:
             logger.info("corpus at %s is up to date; skipping the build", out)
             return previous.model_copy(update={"skipped": True})
+    if group_sentences and splitter is None:
+        splitter, splitter_name = load_sentence_splitter()
+        params = params.model_copy(update={"splitter": splitter_name})
     started = time.perf_counter()
     (out / "collection").mkdir(parents=True, exist_ok=True)
     collection = out / "collection" / "docs.jsonl"

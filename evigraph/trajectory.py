@@ -58,6 +58,8 @@ class Evidence(BaseModel):
 
     id: str
     text: str
+    title: str | None = None
+    """The title of the document the entry belongs to, where the corpus knows one."""
     source: str | None = None
     """Corpus name or path the entry came from."""
     score: float | None = None

@@ -246,7 +246,7 @@ class _Nodes:
             turns=(*run.turns, Turn(kind=action.kind, segment_index=len(run.transcript), query=action.query)),
             n_tokens=run.n_tokens + scope.count(segment, run.transcript[-1]) if scope.limit is not None else 0,
             generate_s=run.generate_s + result.seconds,
-            generated_tokens=run.generated_tokens + len(continuation.token_ids or ()),
+            generated_tokens=run.generated_tokens + continuation.generated_tokens,
         )
         return {"progress": progress}
 

@@ -1,9 +1,10 @@
 """A :class:`~evigraph.tools.search.SearchTool` that asks a Search-R1-style retrieval server over HTTP.
 
 Works with :mod:`evigraph.tools.retrieval_server` and with Search-R1's / Veri-R1's own servers: it posts
-``{"queries", "topk", "return_scores": true}`` to ``{base_url}/retrieve`` and maps each returned document back
-to ``Evidence(id, text=contents, score, source=base_url)``. Upstream BM25 servers send no ``id``; the title
-(the first line of ``contents``, without quotes) stands in for it then.
+``{"queries", "topk", "return_scores": true}`` to ``{base_url}/retrieve`` (the URL may be given with or without
+the ``/retrieve`` path) and maps each returned document back to ``Evidence``: the ``text`` field where the
+server sends one (ours does), else ``contents``; the ``title`` field, else the first line of ``contents``
+without quotes (Search-R1's layout). Upstream BM25 servers send no ``id``; the title stands in for it then.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class RemoteSearch:
     """Search through a retrieval server.
 
     Args:
-        base_url: the server's root, e.g. ``http://127.0.0.1:8000``; recorded on each ``Evidence.source``.
+        base_url: the server's root, ``http://127.0.0.1:8000``, or its endpoint, ``http://127.0.0.1:8000/retrieve``
+            (the form Search-R1 configs use); recorded on each ``Evidence.source``.
         timeout_s: per-request timeout in seconds.
         max_retries: extra attempts after a connection failure, a timeout or a 502/503/504 (with backoff).
             Other 4xx/5xx answers fail at once.
@@ -39,7 +41,7 @@ class RemoteSearch:
     def __init__(self, base_url: str, *, timeout_s: float = 30, max_retries: int = 2) -> None:
         if timeout_s <= 0 or max_retries < 0:
             raise ConfigError(f"need timeout_s > 0 and max_retries ≥ 0, got {timeout_s} and {max_retries}")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url.rstrip("/").removesuffix("/retrieve")
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s)
 
@@ -115,10 +117,20 @@ class RemoteSearch:
     def _evidence(self, item: dict[str, Any]) -> Evidence:
         document, score = (item["document"], item.get("score")) if "document" in item else (item, None)
         contents = document["contents"]
-        doc_id = document.get("id") or contents.partition("\n")[0].strip('"')
-        if not isinstance(contents, str) or not isinstance(doc_id, str) or not doc_id:
-            raise ValueError(f"a document without a usable id or contents: {document!r:.200}")
-        return Evidence(id=doc_id, text=contents, score=None if score is None else float(score), source=self.base_url)
+        if not isinstance(contents, str):
+            raise ValueError(f"a document without contents: {document!r:.200}")
+        title = document.get("title") or contents.partition("\n")[0].strip('"')
+        doc_id = document.get("id") or title
+        text = document.get("text") if isinstance(document.get("text"), str) else contents
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError(f"a document without a usable id: {document!r:.200}")
+        return Evidence(
+            id=doc_id,
+            text=text,
+            title=title or None,
+            score=None if score is None else float(score),
+            source=self.base_url,
+        )
 
 
 def _message(response: httpx.Response) -> str:

@@ -6,9 +6,8 @@ Wire format (``search_r1/search/retrieval_server.py``, see research notes §2.1)
     →               {"result": [[item, ...] per query]}
 
 An item is ``{"document": doc, "score": float}`` with ``return_scores``, else the bare ``doc``, where
-``doc = {"id", "contents", "title", "text"}``: ``contents`` is the stored text; ``title``/``text`` split it the
-way Search-R1's BM25 path does (first line without quotes / the rest) when it has more than one line, and are
-``""``/``contents`` otherwise. ``GET /health`` answers ``{"status": "ok"}``.
+``doc = {"id", "contents", "title", "text"}`` (:func:`document_of`: ``contents`` in Search-R1's
+``"Title"\ntext`` layout, which its client parses). ``GET /health`` answers ``{"status": "ok"}``.
 
 Concurrent requests are batched: a single worker collects requests arriving within ``batch_window_s`` of the
 first (and any that queued while the previous batch ran), up to ``max_queries`` queries, runs one
@@ -21,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -33,9 +33,16 @@ from evigraph.errors import ConfigError
 from evigraph.tools.search import SearchTool
 from evigraph.trajectory import Evidence
 
-__all__ = ("RetrieveRequest", "create_app", "document_of", "serve")
+__all__ = ("MAX_QUERIES", "RetrieveRequest", "create_app", "document_of", "serve")
 
 logger = logging.getLogger(__name__)
+
+MAX_QUERIES = 8192
+"""Default limit of queries per request: Search-R1 sends a whole rollout batch in one POST (512 × 5 = 2,560
+in its default config; 1,024 × 5 with larger batches)."""
+
+_SENTENCE_SUFFIX = re.compile(r"_sentence_\d+\Z")
+"""What grouped entries add to their document's id (:mod:`evigraph.corpora.entries`)."""
 
 
 class RetrieveRequest(BaseModel):
@@ -50,10 +57,25 @@ class RetrieveRequest(BaseModel):
 
 
 def document_of(hit: Evidence) -> dict[str, str]:
-    """Search-R1's ``doc`` for one hit: ``id``, ``contents`` (the stored text), ``title`` and ``text``."""
-    first, newline, rest = hit.text.partition("\n")
-    title, text = (first.strip('"'), rest) if newline else ("", hit.text)
-    return {"id": hit.id, "contents": hit.text, "title": title, "text": text}
+    r"""Search-R1's ``doc`` for one hit: ``id``, ``contents``, ``title`` and ``text``.
+
+    Search-R1's own client reads only ``contents``: the first line is the title and the rest the text (its
+    corpora store ``"Title"\ntext``). So ``contents`` is written that way, the title quoted on the first line
+    and the entry's text after it; ``title`` carries the title and ``text`` the entry's exact stored text, for
+    clients that read fields (ours). The title is the one the corpus stores; else, for text already in
+    Search-R1's layout (a quoted first line), that line (``contents`` is then the stored text itself); else the
+    document id (the entry id without its ``_sentence_<k>`` suffix).
+
+    Example:
+        >>> doc = document_of(Evidence(id="Hog_sentence_0", text="It was lit in 1852.", title="Hog Island Light"))
+        >>> doc["contents"], doc["title"], doc["text"]
+        ('"Hog Island Light"\nIt was lit in 1852.', 'Hog Island Light', 'It was lit in 1852.')
+    """
+    first, newline, _ = hit.text.partition("\n")
+    if not hit.title and newline and len(first) > 1 and first.startswith('"') and first.endswith('"'):
+        return {"id": hit.id, "contents": hit.text, "title": first[1:-1], "text": hit.text}
+    title = hit.title or _SENTENCE_SUFFIX.sub("", hit.id)
+    return {"id": hit.id, "contents": f'"{title}"\n{hit.text}', "title": title, "text": hit.text}
 
 
 @dataclass
@@ -149,7 +171,7 @@ def create_app(
     search: SearchTool,
     *,
     default_topk: int = 3,
-    max_queries: int = 256,
+    max_queries: int = MAX_QUERIES,
     max_query_chars: int = 2000,
     max_topk: int = 50,
     batch_window_s: float = 0.002,
@@ -159,7 +181,8 @@ def create_app(
     Args:
         search: the retriever; its ``batch_search`` runs in a worker thread, one batch at a time.
         default_topk: hits per query when a request's ``topk`` is null or absent (Search-R1's ``--topk``).
-        max_queries: most queries in one request (413 above), also the most in one batched call.
+        max_queries: most queries in one request (413 above), also the most in one batched call. The default
+            fits Search-R1 training batches (``train_batch_size × n_agent`` queries in one POST, e.g. 512 × 5).
         max_query_chars: longest query in characters (413 above).
         max_topk: largest accepted ``topk`` (422 outside ``1..max_topk``).
         batch_window_s: how long the batcher waits after a request for others to join its batch.
@@ -224,8 +247,16 @@ def _items(hits: Sequence[Evidence], with_scores: bool) -> list[object]:
     return [document_of(h) for h in hits]
 
 
-def serve(search: SearchTool, *, host: str = "127.0.0.1", port: int = 8000, default_topk: int = 3) -> None:
+def serve(
+    search: SearchTool,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    default_topk: int = 3,
+    max_queries: int = MAX_QUERIES,
+) -> None:
     """Run :func:`create_app` under uvicorn until interrupted (loopback only unless ``host`` says otherwise)."""
     import uvicorn
 
-    uvicorn.run(create_app(search, default_topk=default_topk), host=host, port=port, log_level="info")
+    app = create_app(search, default_topk=default_topk, max_queries=max_queries)
+    uvicorn.run(app, host=host, port=port, log_level="info")

@@ -8,10 +8,8 @@ read, with the text escaped so a passage can never forge protocol tags or eviden
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -63,6 +61,21 @@ def open_search(*, corpus: str | None = None, retriever_url: str | None = None) 
     return BM25Search(resolve_corpus(corpus), name=corpus)
 
 
+def _open_searcher(prebuilt: str | None, path: Path, k1: float, b: float) -> Any:
+    """A Pyserini searcher with BM25 set (runs on the JVM thread, like every Java call)."""
+    from pyserini.search.lucene import LuceneSearcher
+
+    if prebuilt is not None:
+        # Pyserini downloads prebuilt indexes itself (online users only); offline it returns None.
+        searcher = LuceneSearcher.from_prebuilt_index(prebuilt)
+        if searcher is None:
+            raise ToolError(f"Pyserini could not fetch the prebuilt index {prebuilt!r} (offline?)")
+    else:
+        searcher = LuceneSearcher(str(path))
+    searcher.set_bm25(k1, b)
+    return searcher
+
+
 def render_information(hits: Sequence[Evidence]) -> str:
     """``[[id]]: text`` lines, one per hit, with ids and texts escaped (untrusted corpus content)."""
     return "\n".join(f"[[{neutralize(hit.id)}]]: {neutralize(' '.join(hit.text.split()))}" for hit in hits)
@@ -94,22 +107,12 @@ class BM25Search:
                 path = path / "index"
             if not path.is_dir():
                 raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
-        from evigraph.corpora.jvm import start_jvm
+        from evigraph.corpora.jvm import jvm_call, start_jvm
 
         start_jvm()
-        from pyserini.search.lucene import LuceneSearcher
-
-        if prebuilt is not None:
-            # Pyserini downloads prebuilt indexes itself (online users only); offline it returns None.
-            self._lucene = LuceneSearcher.from_prebuilt_index(prebuilt)
-            if self._lucene is None:
-                raise ToolError(f"Pyserini could not fetch the prebuilt index {prebuilt!r} (offline?)")
-        else:
-            self._lucene = LuceneSearcher(str(path))
-        self._lucene.set_bm25(k1, b)
+        self._lucene = jvm_call(_open_searcher, prebuilt, path, k1, b)
         self.k1, self.b, self.threads = k1, b, threads
         self.name = name or prebuilt or path.parent.name
-        self._lock = threading.Lock()
 
     def _evidence(self, docid: str, score: float) -> Evidence:
         document = self._lucene.doc(docid)
@@ -117,34 +120,42 @@ class BM25Search:
         if raw is None:
             raise ToolError(f"entry {docid!r} has no stored text (the index was built without -storeRaw)")
         record: dict[str, Any] = json.loads(raw)
-        return Evidence(id=docid, text=record.get("contents", ""), source=self.name, score=float(score))
+        title = record.get("title") or None
+        return Evidence(id=docid, text=record.get("contents", ""), title=title, source=self.name, score=float(score))
 
-    def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]:
-        """Top-``k`` entries per query, in query order (empty queries get no hits)."""
+    def _batch_search(self, queries: Sequence[str], k: int) -> list[list[Evidence]]:
         if k < 1:
             raise ConfigError(f"k must be ≥ 1, got {k}")
         wanted = [(str(i), q) for i, q in enumerate(queries) if q.strip()]
         results: dict[str, list[Evidence]] = {}
-        if wanted:
-            with self._lock:  # one searcher; Lucene's own threads parallelise the batch
-                hits = self._lucene.batch_search([q for _, q in wanted], [i for i, _ in wanted], k, self.threads)
-                results = {qid: [self._evidence(h.docid, h.score) for h in hits[qid]] for qid, _ in wanted}
+        if wanted:  # one searcher on one thread; Lucene's own threads parallelise the batch
+            hits = self._lucene.batch_search([q for _, q in wanted], [i for i, _ in wanted], k, self.threads)
+            results = {qid: [self._evidence(h.docid, h.score) for h in hits[qid]] for qid, _ in wanted}
         return [results.get(str(i), []) for i in range(len(queries))]
+
+    def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]:
+        """Top-``k`` entries per query, in query order (empty queries get no hits)."""
+        from evigraph.corpora.jvm import jvm_call
+
+        return jvm_call(self._batch_search, list(queries), k)
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         return self.batch_search([query], k)[0]
 
+    def _lookup(self, ids: Sequence[str]) -> list[Evidence | None]:
+        return [self._evidence(i, 0.0) if self._lucene.doc(i) is not None else None for i in ids]
+
     def lookup(self, ids: Sequence[str]) -> list[Evidence | None]:
         """The stored entries with these exact ids (``None`` for an id the index does not hold)."""
-        found: list[Evidence | None] = []
-        with self._lock:
-            for entry_id in ids:
-                found.append(self._evidence(entry_id, 0.0) if self._lucene.doc(entry_id) is not None else None)
-        return found
+        from evigraph.corpora.jvm import jvm_call
+
+        return jvm_call(self._lookup, list(ids))
 
     async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
-        """:meth:`search` off the event loop (Lucene calls block)."""
-        return await asyncio.to_thread(self.search, query, k)
+        """:meth:`search` without blocking the event loop (the JVM thread runs it)."""
+        from evigraph.corpora.jvm import ajvm_call
+
+        return (await ajvm_call(self._batch_search, [query], k))[0]
 
     def as_langchain_tool(self) -> Any:
         """A LangChain tool over this index, for host agents."""

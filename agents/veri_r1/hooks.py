@@ -64,7 +64,8 @@ def run_command(
         f"{timing.wall_s:.1f} s ({timing.generated_tokens} tokens generated)[/]"
     )
     if trajectory.error is not None:
-        console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
+        err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
+        raise typer.Exit(1)
 
 
 @agent_command(resources=("search",), model_flags=("--teacher", "--model"))

@@ -77,6 +77,9 @@ def _eval_command(agent: LoadedAgent) -> Callable[..., None]:
         headline = ("n", *adapter.headline, "n_failed_runs")
         console.print_json(json.dumps({k: report[k] for k in headline if k in report}))
         err_console.print(f"[dim]{escape(str(out))}: predictions.jsonl, report.json and plots[/]")
+        if report["n_failed_runs"]:
+            err_console.print(f"[red]{report['n_failed_runs']} run(s) failed[/] (rerun with --retry-failed)")
+            raise typer.Exit(1)
 
     return eval_command
 

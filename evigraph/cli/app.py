@@ -157,7 +157,10 @@ def _dispatch(hook: str, agent_name: str | None, args: list[str]) -> None:
     sub = typer.Typer(add_completion=False)
     sub.command(name=agent_name)(function)
     command = typer.main.get_command(sub)
-    command.main(args=args, prog_name=f"evigraph {hook} {agent_name}", standalone_mode=False)
+    # Outside standalone mode click returns a command's exit code instead of exiting: pass it on.
+    exit_code = command.main(args=args, prog_name=f"evigraph {hook} {agent_name}", standalone_mode=False)
+    if isinstance(exit_code, int) and exit_code:
+        raise typer.Exit(exit_code)
 
 
 def _hook_command(hook: str, help_text: str) -> Any:

@@ -80,7 +80,7 @@ def search(
     k1: K1Opt = 0.9,
     b: BOpt = 0.4,
 ) -> None:
-    """Search a corpus and print ranked [[id]]: text lines with scores."""
+    r"""Search a corpus and print ranked \[\[id]]: text lines with scores."""
     from evigraph.corpora.registry import resolve_corpus
     from evigraph.tools.search import BM25Search
 
@@ -111,15 +111,22 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
     topk: Annotated[int, typer.Option("--topk", help="Entries per query when a request gives no topk.")] = 3,
+    max_queries: Annotated[
+        int, typer.Option("--max-queries", min=1, help="Most queries in one request (Search-R1 sends whole batches).")
+    ] = 8192,
+    threads: Annotated[
+        int | None, typer.Option("--threads", min=1, help="Lucene threads per batch (default: the CPU count).")
+    ] = None,
     k1: K1Opt = 0.9,
     b: BOpt = 0.4,
 ) -> None:
     """Serve a corpus over HTTP with Search-R1's `POST /retrieve` API (concurrent requests are batched)."""
     from evigraph.corpora.registry import resolve_corpus
+    from evigraph.runtime import available_cpus
     from evigraph.tools.retrieval_server import serve as run_server
     from evigraph.tools.search import BM25Search
 
     location = corpus if corpus.startswith("prebuilt:") else resolve_corpus(corpus)
-    search_tool = BM25Search(location, k1=k1, b=b, name=corpus)
+    search_tool = BM25Search(location, k1=k1, b=b, threads=threads or available_cpus(), name=corpus)
     console.print(f"serving {escape(corpus)} on http://{host}:{port}/retrieve")
-    run_server(search_tool, host=host, port=port, default_topk=topk)
+    run_server(search_tool, host=host, port=port, default_topk=topk, max_queries=max_queries)

@@ -156,6 +156,7 @@ class ChatModelGenerator(BaseGenerator):
             token_ids=None,
             logprobs=logprobs,
             prompt_tokens=usage.get("input_tokens"),
+            completion_tokens=usage.get("output_tokens"),
         )
 
     async def structured(

@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.errors import GeneratorError, MissingDependencyError
-from evigraph.runtime import cache_root
+from evigraph.runtime import cache_root, quiet_progress_bars
 
 __all__ = (
     "EMBEDDED_MODEL_NAME",
@@ -159,17 +159,18 @@ def _convert(gguf: Path, destination: Path) -> None:
     if importlib.util.find_spec("accelerate") is None:
         raise MissingDependencyError("accelerate", "pip install accelerate (transformers needs it to load GGUF)")
     started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
-    )
-    loaded = time.perf_counter()
-    # The weights are already fp32 tensors; only the GGUF bookkeeping blocks save_pretrained.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(destination)
-    tokenizer.save_pretrained(destination)
+    with quiet_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
+        )
+        loaded = time.perf_counter()
+        # The weights are already fp32 tensors; only the GGUF bookkeeping blocks save_pretrained.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(destination)
+        tokenizer.save_pretrained(destination)
     marker = {
         "source": str(gguf),
         "gguf_size_bytes": gguf.stat().st_size,

@@ -299,8 +299,8 @@ class OpenAICompatibleGenerator(BaseGenerator):
                     logprobs = logprob_values(entries, kept)
                 except (KeyError, TypeError, ValueError):
                     raise GeneratorError(f"{self.name}: malformed logprobs in the reply") from None
-        usage = data.get("usage") or {}
-        prompt_tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return Continuation(
             text=text,
             finish_reason=finish_reason,
@@ -308,6 +308,7 @@ class OpenAICompatibleGenerator(BaseGenerator):
             token_ids=None,
             logprobs=logprobs,
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+            completion_tokens=completion_tokens if isinstance(completion_tokens, int) else None,
         )
 
     async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:

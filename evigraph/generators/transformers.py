@@ -27,11 +27,13 @@ Torch and transformers are imported inside methods only: ``import evigraph.gener
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import re
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,7 +44,7 @@ from evigraph.errors import ConfigError, GeneratorError, MissingDependencyError
 from evigraph.generators.base import BaseGenerator
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
-from evigraph.runtime import configure_torch_threads
+from evigraph.runtime import configure_torch_threads, quiet_progress_bars
 from evigraph.trajectory import Segment
 
 if TYPE_CHECKING:
@@ -249,10 +251,11 @@ class TransformersGenerator(BaseGenerator):
         started = time.perf_counter()
         extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **extra)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=getattr(torch, dtype), local_files_only=True, **extra
-            )
+            with quiet_progress_bars():
+                self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **extra)
+                self.model = AutoModelForCausalLM.from_pretrained(
+                    path, dtype=getattr(torch, dtype), local_files_only=True, **extra
+                )
             self.model.to(device).eval()
         except (OSError, ValueError, RuntimeError, KeyError) as error:
             raise GeneratorError(f"could not load the model from {str(path)!r}: {error}") from error
@@ -270,6 +273,7 @@ class TransformersGenerator(BaseGenerator):
         self._cond = threading.Condition()
         self._worker: threading.Thread | None = None
         self._closed = False
+        _LIVE.add(self)
         self._stop_criteria: OrderedDict[tuple[str, ...], Any] = OrderedDict()
         self._enforcer_data: Any = None
 
@@ -440,9 +444,11 @@ class TransformersGenerator(BaseGenerator):
         if sampling:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         stop_criterion = None
+        criteria: list[Any] = [_StopWhenClosed(self)]
         if params.stop:
             stop_criterion = _GeneratedOnlyStop(self._stop_criterion(params.stop), width, len(batch))
-            kwargs["stopping_criteria"] = StoppingCriteriaList([stop_criterion])
+            criteria.append(stop_criterion)
+        kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
         guides = {row: r.params.guide for row, r in enumerate(batch) if r.params.guide is not None}
         if guides:
             kwargs["logits_processor"] = LogitsProcessorList(
@@ -521,6 +527,31 @@ def _seeded(seed: int | None) -> Any:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             yield
+
+
+class _StopWhenClosed:
+    """Ends a running ``generate`` at the next token once the generator is closed, so closing (and the exit
+    of the process, see :func:`_close_all`) never waits for a whole turn or leaves torch running at exit."""
+
+    def __init__(self, generator: TransformersGenerator) -> None:
+        self.generator = generator
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        import torch
+
+        return torch.full((input_ids.shape[0],), self.generator._closed, dtype=torch.bool, device=input_ids.device)
+
+
+_LIVE: weakref.WeakSet[TransformersGenerator] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit (normal, an exception, Ctrl-C): stop every generator's worker thread before
+    Python and torch tear down. A daemon thread still inside torch at that point aborts the process
+    ("terminate called without an active exception")."""
+    for generator in list(_LIVE):
+        generator.close()
 
 
 class _GeneratedOnlyStop:

@@ -95,6 +95,15 @@ class Continuation(BaseModel):
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    """How many tokens the server says it generated (text backends: ``usage.completion_tokens``)."""
+
+    @property
+    def generated_tokens(self) -> int:
+        """Tokens generated: the exact ids where the backend returns them, else the server's count, else 0."""
+        if self.token_ids is not None:
+            return len(self.token_ids)
+        return self.completion_tokens or 0
 
     def to_segment(self) -> Segment:
         """The policy segment to append to the transcript."""

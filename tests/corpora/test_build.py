@@ -53,9 +53,16 @@ def test_unsupported_input(tmp_path: Path) -> None:
         list(read_documents(_write(tmp_path / "x.csv", "a,b\n")))
 
 
+def _period_spans(text: str) -> list[tuple[int, int]]:
+    """Sentences end at '.'; spans skip the whitespace between them."""
+    import re
+
+    return [m.span() for m in re.finditer(r"[^.\s][^.]*\.", text)]
+
+
 def test_grouping_uses_the_first_sentence_index_as_id() -> None:
     doc = SourceDocument(id="Hog Island Light", text="S0. S1. S2. S3. S4.", origin="t")
-    entries = entries_for(doc, group_sentences=3, splitter=lambda t: [s + "." for s in t.rstrip(".").split(". ")])
+    entries = entries_for(doc, group_sentences=3, splitter=_period_spans)
     assert [(e.id, e.contents) for e in entries] == [
         ("Hog Island Light_sentence_0", "S0. S1. S2."),
         ("Hog Island Light_sentence_3", "S3. S4."),
@@ -67,10 +74,28 @@ def test_grouping_uses_the_first_sentence_index_as_id() -> None:
 def test_default_splitter_splits_sentences() -> None:
     split, name = load_sentence_splitter()
     assert name.startswith("spacy:")
-    assert split("The lamp was lit in 1853. It was rebuilt later.") == [
-        "The lamp was lit in 1853.",
-        "It was rebuilt later.",
-    ]
+    text = "The lamp was lit in 1853. It was rebuilt later."
+    assert [text[a:b] for a, b in split(text)] == ["The lamp was lit in 1853.", "It was rebuilt later."]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See [[Hog Island Light]] for details.  It was lit in 1852.\nThe tower fell in 1948.",
+        "Tabs\tand  double  spaces stay.  So do\n\nblank lines. And a [[ bracket.",
+        "  Leading and trailing whitespace.  ",
+    ],
+)
+def test_entries_are_exact_slices_of_the_source(text: str) -> None:
+    split, _ = load_sentence_splitter()
+    doc = SourceDocument(id="d", text=text, origin="t")
+    for group in (1, 2, 3):
+        entries = entries_for(doc, group_sentences=group, splitter=split)
+        assert entries and all(e.contents in text for e in entries)
+        assert all(e.contents == e.contents.strip() for e in entries)
+    # Every sentence lands in exactly one group of one sentence.
+    singles = entries_for(doc, group_sentences=1, splitter=split)
+    assert "".join("".join(e.contents.split()) for e in singles) == "".join(text.split())
 
 
 @requires_pyserini

@@ -133,8 +133,11 @@ async def test_finish_reasons_and_usage(generator: OpenAICompatibleGenerator) ->
     free = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=50))
     assert (free.text, free.finish_reason, free.stop_string, free.token_ids) == (REPLY, "eos", None, None)
     assert free.prompt_tokens == 11
+    # No ids from a chat API, but the server's count: runs report tokens generated (not 0).
+    assert free.completion_tokens == len(REPLY.split()) and free.generated_tokens == free.completion_tokens
     capped = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=3))
     assert (capped.text, capped.finish_reason) == ("sentence one in", "length")
+    assert capped.generated_tokens == 3
     stopped = await generator.continue_transcript(PROMPT, SamplingParams(stop=(" blue", " in")))
     assert (stopped.text, stopped.finish_reason, stopped.stop_string) == ("sentence one in", "stop", " in")
 

@@ -26,10 +26,22 @@ from tests.markers import requires_pyserini
 
 CORPUS = {
     "Hog Island Light": "Hog Island Light was a lighthouse in Virginia. It was first lit in 1853.",
-    "Cape Charles Light": "Cape Charles Light stands on Smith Island. It was first lit in 1828.",
-    "Garden": '"Garden"\nA garden with roses and a stone wall.',
+    "Cape Charles Light_sentence_3": "Cape Charles Light stands on Smith Island. It was first lit in 1828.",
+    "Garden": '"Garden"\nA garden with roses and a stone wall.',  # Search-R1's own corpus layout
     "Island trivia": "Island trivia: Smith Island is in Virginia.",
 }
+TITLES = {"Hog Island Light": "Hog Island Light (lighthouse)"}
+"""Stored titles (the others have none)."""
+
+
+def search_r1_passages(hits: list[dict]) -> list[tuple[str, str]]:
+    """What Search-R1's generation loop shows its policy for one query's hits (rebuilt from its behaviour):
+    it reads ``document.contents`` only, takes the first line as the title and the rest as the text."""
+    shown = []
+    for item in hits:
+        title, _, text = item["document"]["contents"].partition("\n")
+        shown.append((title, text))
+    return shown
 
 
 class DictSearch:
@@ -50,7 +62,13 @@ class DictSearch:
         for query in queries:
             words = set(query.lower().split())
             scored = sorted(((-len(words & set(t.lower().split())), i) for i, t in self.corpus.items()))
-            results.append([Evidence(id=i, text=self.corpus[i], source="dict", score=-s) for s, i in scored if s][:k])
+            results.append(
+                [
+                    Evidence(id=i, text=self.corpus[i], title=TITLES.get(i), source="dict", score=-s)
+                    for s, i in scored
+                    if s
+                ][:k]
+            )
         return results
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
@@ -101,10 +119,16 @@ def test_search_r1_shapes_with_and_without_scores(url: str) -> None:
     assert [len(r) for r in result] == [2, 1]
     top = result[0][0]
     assert set(top) == {"document", "score"} and top["score"] == 3.0
-    hog = CORPUS["Hog Island Light"]  # one line: no title, the whole text is the text
-    assert top["document"] == {"id": "Hog Island Light", "contents": hog, "title": "", "text": hog}
-    # A quoted first line is the title, as Search-R1's BM25 path splits it.
-    assert result[1][0]["document"]["title"] == "Garden" and result[1][0]["document"]["text"].startswith("A garden")
+    hog = CORPUS["Hog Island Light"]  # the stored title on the first line of contents, quoted as Search-R1 has it
+    assert top["document"] == {
+        "id": "Hog Island Light",
+        "contents": f'"Hog Island Light (lighthouse)"\n{hog}',
+        "title": "Hog Island Light (lighthouse)",
+        "text": hog,
+    }
+    # Text already in Search-R1's layout keeps its quoted first line as the title.
+    garden = result[1][0]["document"]
+    assert (garden["contents"], garden["title"], garden["text"]) == (CORPUS["Garden"], "Garden", CORPUS["Garden"])
 
     bare = httpx.post(f"{url}/retrieve", json={"queries": ["island light virginia smith"]}).json()["result"]
     assert len(bare[0]) == 3 and all(set(doc) == {"id", "contents", "title", "text"} for doc in bare[0])  # topk 3
@@ -112,6 +136,30 @@ def test_search_r1_shapes_with_and_without_scores(url: str) -> None:
     assert nulled.json()["result"] == bare
     assert httpx.post(f"{url}/retrieve", json={"queries": []}).json() == {"result": []}
     assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+
+
+def test_search_r1_training_batch_in_one_post_is_parsed_by_its_client() -> None:
+    """Search-R1 posts a whole rollout batch (train_batch_size 512 × n_agent 5) with return_scores and reads
+    titles from contents: every hit must show a real title and a non-empty body, from one batch_search."""
+    counting = DictSearch(CORPUS)
+    queries = [f"{word} island light" for word in ("first", "smith", "virginia", "roses", "lit")] * 512
+    with running(create_app(counting)) as base_url:
+        response = httpx.post(f"{base_url}/retrieve", json={"queries": queries, "topk": 3, "return_scores": True})
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert len(result) == 2560 and counting.calls == [(2560, 3)]
+    shown = search_r1_passages(result[0]) + search_r1_passages(result[1])
+    assert ('"Hog Island Light (lighthouse)"', CORPUS["Hog Island Light"]) in shown
+    assert ('"Island trivia"', CORPUS["Island trivia"]) in shown  # no stored title: the document id
+    assert ('"Cape Charles Light"', CORPUS["Cape Charles Light_sentence_3"]) in shown  # the id without _sentence_k
+    assert all(title.strip('"') and text for title, text in shown)
+
+
+def test_the_client_takes_the_endpoint_url_search_r1_configs_use(url: str, fake: DictSearch) -> None:
+    with RemoteSearch(f"{url}/retrieve/") as remote:
+        assert remote.base_url == url
+        assert same_hits(remote.batch_search(["first lit"], k=2), fake.batch_search(["first lit"], k=2))
+        assert remote.search("Hog Island lighthouse", k=1)[0].title == "Hog Island Light (lighthouse)"
 
 
 def test_remote_search_equals_local_search(url: str, fake: DictSearch) -> None:
@@ -234,4 +282,4 @@ def test_bm25_over_http_equals_local_bm25(bm25, bm25_url: str, k: int) -> None:
         remote_hits = remote.batch_search(queries, k=k)
     assert same_hits(remote_hits, bm25.batch_search(queries, k=k)) and remote_hits[0][0].id == "Hog Island Light"
     raw = httpx.post(f"{bm25_url}/retrieve", json={"queries": ["Hog Island Light"], "topk": 1}).json()["result"]
-    assert raw[0][0]["contents"] == CORPUS["Hog Island Light"]
+    assert raw[0][0]["contents"] == f'"Hog Island Light"\n{CORPUS["Hog Island Light"]}'  # untitled: the document id

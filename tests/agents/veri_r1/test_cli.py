@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -278,3 +279,16 @@ def test_plots_include_reliability_when_confidences_exist(tmp_path: Path) -> Non
     paths = write_plots(report, tmp_path)
     assert [p.name for p in paths] == ["confusion.png", "per_class.png", "reliability.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+
+
+def test_a_failed_run_exits_non_zero_and_both_url_forms_reach_the_server(tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["<plan>p</plan><search>Hog Island</search>", _support_reply()]), encoding="utf-8")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/retrieve"  # nothing listens there
+    failed = subprocess.run(
+        _cli("verify", "A claim.", "--retriever-url", closed, "--model", f"scripted:{replies}"),
+        env=_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert failed.returncode == 1 and "run failed in search" in failed.stderr
