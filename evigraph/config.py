@@ -70,8 +70,10 @@ class GeneratorConfig(BaseModel):
     seed: int | None = 0
     num_threads: int | None = Field(None, ge=1)
     """torch CPU threads; default 1 on machines with at most 2 cores."""
-    constrained: bool = False
-    """Force protocol grammars / JSON schemas while decoding (transformers backend, inference only)."""
+    constrained: bool | None = None
+    """Weak-model mode (inference only): agents guide every turn with a grammar and show a worked example in
+    their prompts. Needs a backend that enforces regular expressions (transformers, or an OpenAI-compatible
+    vLLM server). ``None``: on for the embedded model, off for every other."""
     vllm_engine: dict[str, str | int | float | bool] = Field(default_factory=dict)
     """Extra ``AsyncEngineArgs`` for ``vllm:DIR`` models (config file ``[generator.vllm_engine]``), e.g.
     ``dtype``, ``max_model_len``, ``gpu_memory_utilization``."""

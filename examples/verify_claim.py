@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from evigraph.agents.veri_r1.schemas import VeriR1Config
 from evigraph.config import GeneratorConfig
 from evigraph.corpora.registry import resolve_corpus
 from evigraph.generators.factory import make_generator
@@ -20,10 +19,11 @@ from evigraph.tools.search import BM25Search
 
 
 async def main(claim: str) -> None:
-    # constrained=True keeps the 135M-parameter embedded model inside the protocol (inference only).
-    generator = make_generator(GeneratorConfig(model="smollm2", constrained=True))
+    # The embedded 135M-parameter model runs in weak-model mode by default: a grammar built from the claim keeps
+    # it inside the protocol and on the claim (inference only).
+    generator = make_generator(GeneratorConfig(model="smollm2"))
     search = BM25Search(resolve_corpus("demo"), name="demo")
-    graph = build_veri_r1_graph(generator, search, VeriR1Config(constrained=True))
+    graph = build_veri_r1_graph(generator, search)
     state = await graph.ainvoke({"claim": claim})
     output, trajectory = state["output"], state["trajectory"]
     for segment in trajectory.segments[1:]:

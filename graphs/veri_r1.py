@@ -91,6 +91,7 @@ class Progress:
     """
 
     transcript: tuple[Segment, ...]
+    claim: str = ""
     n_turns: int = 0
     n_search: int = 0
     queries: tuple[str, ...] = ()
@@ -154,6 +155,11 @@ class _Nodes:
     def scope(self, runtime: Context) -> RunScope:
         return RunScope.resolve(runtime, self.generator)
 
+    def _guided(self, scope: RunScope) -> bool:
+        """Weak-model mode for this run: the config's choice, else the generator's."""
+        constrained = self.config.constrained
+        return scope.generator.constrained if constrained is None else constrained
+
     def _last_turn_forced(self, used: int, scope: RunScope) -> bool:
         """Whether the budget leaves room for nothing but the final turn after ``used`` tokens."""
         if scope.limit is None:
@@ -183,15 +189,24 @@ class _Nodes:
     async def start(self, state: VeriR1State, runtime: Context) -> dict[str, Any]:
         scope = self.scope(runtime)
         claim = state["claim"]
+        demonstration = self.config.demonstration
+        if demonstration is None:
+            demonstration = self._guided(scope)
         if self.config.offline:
             given = list(state.get("evidence") or [])
             prompt = offline_prompt(claim, given)
             seen = tuple(dict.fromkeys(e.id for e in given))
         else:
-            prompt, seen = online_prompt(claim, max_searches=self.config.max_searches), ()
+            prompt = online_prompt(claim, max_searches=self.config.max_searches, demonstration=demonstration)
+            seen = ()
         transcript = (Segment(origin="prompt", role="user", text=prompt),)
         n_tokens = scope.prompt_tokens(transcript) if scope.limit is not None else 0
-        return {"progress": Progress(transcript=transcript, seen_ids=seen, n_tokens=n_tokens, started_at=time.time())}
+        started_at = time.time()
+        return {
+            "progress": Progress(
+                transcript=transcript, claim=claim, seen_ids=seen, n_tokens=n_tokens, started_at=started_at
+            )
+        }
 
     async def generate(self, state: _ProgressOnly, runtime: Context) -> dict[str, Any]:
         run = state["progress"]
@@ -215,11 +230,12 @@ class _Nodes:
         protocol: dict[str, Any] = {}
         if plan.max_new_tokens != config.turn_cap:
             protocol["max_new_tokens"] = plan.max_new_tokens
-        if config.constrained:
+        if self._guided(scope):
             regex = turn_regex(
                 first=run.n_turns == 0 and not config.offline,
                 may_search=not config.offline and run.n_search < config.max_searches and not last,
                 seen_ids=run.seen_ids,
+                claim=None if config.offline else run.claim,
                 max_block_chars=config.guide_max_block_chars,
             )
             protocol["guide"] = Guide.pattern(regex)

@@ -69,7 +69,13 @@ def test_failed_run_is_data_and_round_trips(tmp_path) -> None:
     loaded = list(read_jsonl(path, Trajectory))
     assert loaded == [ok, failed]
     assert loaded[1].failed and not loaded[0].failed
-    assert Evidence(id="a", text="t").model_dump() == {"id": "a", "text": "t", "title": None, "source": None, "score": None}
+    assert Evidence(id="a", text="t").model_dump() == {
+        "id": "a",
+        "text": "t",
+        "title": None,
+        "source": None,
+        "score": None,
+    }
 
 
 def test_read_jsonl_names_file_line_and_field(tmp_path) -> None:

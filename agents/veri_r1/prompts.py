@@ -16,6 +16,7 @@ from evigraph.trajectory import Evidence
 __all__ = (
     "ANSWER_FORMAT",
     "BUDGET_SPENT_NOTE",
+    "DEMONSTRATION",
     "INVALID_ACTION_NOTE",
     "LABEL_DEFINITIONS",
     "NO_ENTRIES",
@@ -100,11 +101,33 @@ def _escaped(text: str) -> str:
     return VERI_R1_PROTOCOL.escape(text).text
 
 
-def online_prompt(claim: str, *, max_searches: int = 3) -> str:
-    """The single user message of an online run (spec §2.2): protocol, answer format, labels, then the claim."""
-    return _ONLINE.format(
+DEMONSTRATION = """Here is a complete run for a different claim, to show the form:
+Claim to verify: The Eiffel Tower stands in Rome.
+<plan>Look up Eiffel Tower and check the claim.</plan>
+<search>Eiffel Tower</search>
+<information>
+[[Eiffel Tower_sentence_0]]: The Eiffel Tower is a wrought-iron tower in Paris, France.
+</information>
+<think>The entry places the tower in Paris, not in Rome, so the claim is false.</think>
+<answer>
+Label: REFUTE
+Evidence: [[Eiffel Tower_sentence_0]]
+</answer>
+Now do the same for the claim below. Search for its own names and facts, not for the example's."""
+"""A worked run for small models (weak-model mode), which follow an example far better than instructions. It
+never enters training prompts unless a config asks for it."""
+
+
+def online_prompt(claim: str, *, max_searches: int = 3, demonstration: bool = False) -> str:
+    """The single user message of an online run (spec §2.2): protocol, answer format, labels, then the claim;
+    with ``demonstration``, a worked run right before the claim."""
+    prompt = _ONLINE.format(
         max_searches=max_searches, answer_format=ANSWER_FORMAT, labels=LABEL_DEFINITIONS, claim=_escaped(claim)
     )
+    if demonstration:
+        head, _, claim_line = prompt.rpartition("\n\nClaim to verify: ")
+        prompt = f"{head}\n\n{DEMONSTRATION}\n\nClaim to verify: {claim_line}"
+    return prompt
 
 
 def offline_prompt(claim: str, evidence: Sequence[Evidence]) -> str:

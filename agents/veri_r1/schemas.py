@@ -23,9 +23,8 @@ class VeriR1Config(BaseModel):
     inherit_from_generator: ClassVar[Mapping[str, str]] = {
         "max_new_tokens": "max_new_tokens",
         "offline_max_new_tokens": "max_new_tokens",
-        "constrained": "constrained",
     }
-    """Fields set by ``--generator.max-new-tokens`` / ``--generator.constrained`` (and their env/file keys)."""
+    """Fields set by ``--generator.max-new-tokens`` (and its env/file keys)."""
 
     offline: bool = False
     """Offline variant (OffCV): the entries come with each claim, one think-and-answer turn, no search."""
@@ -47,8 +46,11 @@ class VeriR1Config(BaseModel):
     """Ask the backend for logprobs, so the label's confidence is recorded (spec §9 #14)."""
     format: FormatOptions = FormatOptions()
     """Switches of the F1–F8 checklist (spec §9 #5); config file only."""
-    constrained: bool = False
-    """Guide each turn with a regular expression (weak models, inference only; transformers backend)."""
+    constrained: bool | None = None
+    """Guide each turn with a grammar built from the claim (weak models, inference only); default: the
+    generator's weak-model mode (on for the embedded model)."""
+    demonstration: bool | None = None
+    """Show a worked run in the prompt (small models follow examples); default: with constrained decoding."""
     guide_max_block_chars: int | None = Field(None, ge=1)
     """With constrained decoding: cap plan/think/search bodies so blocks must close (slower)."""
 

@@ -55,6 +55,9 @@ class Generator(Protocol):
     """The tokenizer and chat template this backend renders transcripts with; ``None`` on text backends."""
     context_window: int | None
     """The most tokens one sequence (prompt plus everything generated) may hold, when the backend knows it."""
+    constrained: bool
+    """Weak-model mode (inference only): agents guide each turn with a grammar (a regex :class:`Guide`) and
+    may show a worked example in their prompts. Never on for RL rollouts: a guide changes the distribution."""
 
     async def continue_transcript(self, transcript: Sequence[Segment], params: SamplingParams) -> Continuation:
         """Continue ``transcript`` with one policy turn."""
@@ -108,6 +111,8 @@ class BaseGenerator(abc.ABC):
     """Set by token-level backends (see :class:`Generator`)."""
     context_window: int | None = None
     """The model's context length where known (graphs keep whole runs inside it)."""
+    constrained: bool = False
+    """Weak-model mode (see :class:`Generator`); set by :func:`~evigraph.generators.factory.make_generator`."""
     supported_guides: ClassVar[frozenset[str]] = frozenset()
     """Guide kinds (``json``/``regex``) this backend can enforce while decoding."""
     can_continue_policy: ClassVar[bool] = False

@@ -78,13 +78,29 @@ def sampling_params(config: GeneratorConfig, **overrides: object) -> SamplingPar
 
 
 def make_generator(config: GeneratorConfig) -> BaseGenerator:
-    """Build the generator ``config.model`` names. Heavy backends are imported only here."""
+    """Build the generator ``config.model`` names. Heavy backends are imported only here.
+
+    Raises:
+        ConfigError: a bad spec, a missing file, or weak-model mode (``constrained``) on a backend that cannot
+            enforce a regular expression.
+    """
     spec = parse_generator_spec(config.model)
+    constrained = config.constrained if config.constrained is not None else spec.kind == "embedded"
+    generator = _make(spec, config.model_copy(update={"constrained": constrained}))
+    if constrained and not generator.constrained:
+        if "regex" not in generator.supported_guides:
+            accepted = "a transformers model, or an OpenAI-compatible vLLM server"
+            raise ConfigError(f"{generator.name} cannot enforce the grammars of weak-model mode; use {accepted}")
+        generator.constrained = True
+    return generator
+
+
+def _make(spec: GeneratorSpec, config: GeneratorConfig) -> BaseGenerator:
     if spec.kind == "embedded":
         from evigraph.generators.transformers import TransformersGenerator
 
         return TransformersGenerator.from_embedded_default(
-            num_threads=config.num_threads, constrained=config.constrained
+            num_threads=config.num_threads, constrained=bool(config.constrained)
         )
     if spec.kind in {"hf", "gguf"}:
         from evigraph.generators.transformers import TransformersGenerator
@@ -94,11 +110,11 @@ def make_generator(config: GeneratorConfig) -> BaseGenerator:
             if not path.is_file():
                 raise ConfigError(f"GGUF file {path} does not exist", source="generator.model")
             return TransformersGenerator(
-                path.parent, gguf_file=path.name, num_threads=config.num_threads, constrained=config.constrained
+                path.parent, gguf_file=path.name, num_threads=config.num_threads, constrained=bool(config.constrained)
             )
         if not path.is_dir():
             raise ConfigError(f"model directory {path} does not exist", source="generator.model")
-        return TransformersGenerator(path, num_threads=config.num_threads, constrained=config.constrained)
+        return TransformersGenerator(path, num_threads=config.num_threads, constrained=bool(config.constrained))
     if spec.kind == "vllm":
         from evigraph.generators.vllm import VLLMGenerator
 
