@@ -34,3 +34,25 @@ def test_build_list_search_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     found = runner.invoke(app, ["corpus", "search", "mine", "sails at night", "-k", "1"])
     assert found.exit_code == 0, found.output
     assert "[[Alpha_sentence_1]]: It sails at night." in found.output
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_jvm_is_quiet_unless_asked(tmp_path: Path, verbose: bool) -> None:
+    """Building and searching print no Lucene/Anserini INFO lines into the user's terminal unless -v."""
+    import os
+    import subprocess
+    import sys
+
+    source = tmp_path / "docs.jsonl"
+    source.write_text(json.dumps({"id": "Alpha", "text": "Alpha is a red boat."}) + "\n", encoding="utf-8")
+    env = {**os.environ, "EVIGRAPH_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    flags = ["-v"] if verbose else []
+    build = [sys.executable, "-m", "evigraph", *flags, "corpus", "build", str(source), "--out", str(tmp_path / "c")]
+    search = [sys.executable, "-m", "evigraph", *flags, "corpus", "search", str(tmp_path / "c"), "red boat"]
+    output = ""
+    for command in (build, search):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        output += done.stdout + done.stderr
+    java_info = [line for line in output.splitlines() if "INFO" in line and ("lucene" in line or "index." in line)]
+    assert bool(java_info) is verbose, output[-800:]
