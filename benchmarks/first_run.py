@@ -148,7 +148,9 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/veri-r1-claim-verification")
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/veri-r1-claim-verification"
+    )
     parser.add_argument("--test-claims", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)

@@ -18,6 +18,7 @@ instead of silently degrading the trajectory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -35,6 +36,7 @@ __all__ = (
     "plan_turn",
     "rollout_logprobs",
     "token_format",
+    "token_probability_at",
 )
 
 Decode = Callable[[list[int]], str]
@@ -149,6 +151,25 @@ def char_span_to_token_span(token_ids: Sequence[int], start: int, end: int, deco
         (3, 5)
     """
     return TokenOffsets(token_ids, decode).token_span(start, end)
+
+
+def token_probability_at(offsets: TokenOffsets, logprobs: Sequence[float], char: int) -> float | None:
+    """``exp(logprob)`` of the generated token that starts character ``char`` of ``offsets.text``: the
+    probability the model gave a decision written there (a label, a JSON boolean).
+
+    Returns ``None`` when ``logprobs`` does not line up with the ids or ``char`` is outside the text.
+
+    Example:
+        >>> import math
+        >>> pieces = ['{"ok": ', "tr", "ue}"]
+        >>> offsets = TokenOffsets([0, 1, 2], lambda ids: "".join(pieces[i] for i in ids))
+        >>> round(token_probability_at(offsets, [0.0, math.log(0.9), 0.0], offsets.text.index("true")), 4)
+        0.9
+    """
+    if len(logprobs) != len(offsets.token_ids) or not 0 <= char < len(offsets.text):
+        return None
+    first, _ = offsets.token_span(char, char + 1)
+    return math.exp(logprobs[first])
 
 
 def rollout_logprobs(segments: Sequence[Segment], *, strict: bool = True) -> list[float]:

@@ -1,62 +1,24 @@
-"""What a policy turn asks for (spec §2.6 ``route``), as a pure function of the turn text and the counters.
-
-The graph calls :func:`classify_turn` after every generation; tests call it directly. Order of the checks:
-a complete answer finishes; the last allowed turn finishes whatever it holds; a model-written
-``<information>`` block is rejected (only the environment writes one); a non-empty search runs while the
-budget lasts, else the model is told to answer; anything else is an invalid action.
-"""
+"""What a Veri-R1 policy turn asks for (spec §2.6 ``route``): the shared search-loop classification
+(:mod:`evigraph.protocol.actions`) over Veri-R1's tag protocol."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
-
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
+from evigraph.protocol.actions import ActionKind, TurnAction, classify_search_turn, normalize_query
 
 __all__ = ("ActionKind", "TurnAction", "classify_turn", "normalize_query")
-
-ActionKind = Literal["answer", "final_turn", "forged_information", "search", "over_budget", "invalid"]
-
-
-class TurnAction(BaseModel):
-    """The routing decision for one policy turn."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: ActionKind
-    query: str | None = None
-    """The search query (``kind == "search"`` or ``"over_budget"``), whitespace-trimmed."""
-
-    @property
-    def finishes(self) -> bool:
-        return self.kind in {"answer", "final_turn"}
-
-
-def normalize_query(query: str) -> str:
-    """The key duplicate queries are detected by: case-folded, whitespace collapsed."""
-    return " ".join(query.split()).casefold()
 
 
 def classify_turn(
     text: str, *, n_turns: int, n_search: int, max_searches: int, max_turns: int, final: bool = False
 ) -> TurnAction:
-    """Decide what the turn just generated (``n_turns`` already counts it) asks the environment to do.
-
-    ``final`` marks a turn forced to be the last one for another reason than the turn count (the whole
-    sequence's token budget); it finishes like the last allowed turn.
-    """
-    parsed = VERI_R1_PROTOCOL.parse(text, writer="policy")
-    top = [b for b in parsed.blocks if b.depth == 0]
-    if any(b.tag == "answer" for b in top):
-        return TurnAction(kind="answer")
-    if final or n_turns >= max_turns:
-        return TurnAction(kind="final_turn")
-    if any(b.tag == "information" for b in parsed.blocks):
-        return TurnAction(kind="forged_information")
-    searches = [b for b in top if b.tag == "search"]
-    if searches and searches[0].content.strip():
-        # Generation stops at the first </search>; a backend that ignores stops is held to its first query.
-        query = searches[0].content.strip()
-        return TurnAction(kind="search" if n_search < max_searches else "over_budget", query=query)
-    return TurnAction(kind="invalid")
+    """:func:`~evigraph.protocol.actions.classify_search_turn` with Veri-R1's protocol."""
+    return classify_search_turn(
+        VERI_R1_PROTOCOL,
+        text,
+        n_turns=n_turns,
+        n_search=n_search,
+        max_searches=max_searches,
+        max_turns=max_turns,
+        final=final,
+    )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from evigraph.tokens import TokenOffsets
+from evigraph.tokens import TokenOffsets, token_probability_at
 
 __all__ = ("HIGH_CONFIDENCE", "LOW_CONFIDENCE", "Tier", "confidence_tier", "label_token_probability")
 
@@ -44,5 +43,4 @@ def label_token_probability(
     match = _LABEL.search(text, answer_at if answer_at >= 0 else 0)
     if match is None:
         return None
-    first_token, _ = offsets.token_span(match.start(1), match.start(1) + 1)
-    return math.exp(logprobs[first_token])
+    return token_probability_at(offsets, logprobs, match.start(1))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evigraph.generators.base import BaseGenerator, Generator
+from evigraph.generators.base import BaseGenerator, ContinuationScorer, Generator
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import Continuation, Guide, SamplingParams, StructuredError, StructuredResult
 
@@ -23,6 +23,7 @@ __all__ = (
     "BaseGenerator",
     "ChatModelGenerator",
     "Continuation",
+    "ContinuationScorer",
     "Generator",
     "Guide",
     "OpenAICompatibleGenerator",

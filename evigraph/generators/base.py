@@ -33,7 +33,7 @@ from evigraph.generators.types import (
 )
 from evigraph.trajectory import Segment
 
-__all__ = ("BaseGenerator", "Generator", "check_transcript")
+__all__ = ("BaseGenerator", "ContinuationScorer", "Generator", "check_transcript")
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,21 @@ class Generator(Protocol):
         params: SamplingParams | None = None,
     ) -> StructuredResult[SchemaT]:
         """Answer ``transcript`` with one ``schema`` object (guided, or parse + one repair turn)."""
+        ...
+
+
+@runtime_checkable
+class ContinuationScorer(Protocol):
+    """An optional capability: score given continuations of a transcript instead of sampling one.
+
+    Implemented by the transformers backend and the scripted test double; used where a generator must rank a
+    fixed set of answers (the NLI fallback of :mod:`evigraph.tools.nli`). Backends whose APIs return
+    logprobs of generated tokens only (chat APIs, vLLM here) do not implement it.
+    """
+
+    async def score_continuations(self, transcript: Sequence[Segment], continuations: Sequence[str]) -> list[float]:
+        """The sum of the token log-probabilities of each continuation right after the rendered transcript
+        (teacher-forced, temperature 1); an empty continuation scores 0.0."""
         ...
 
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from evigraph.errors import GeneratorError
-from evigraph.generators.base import BaseGenerator
+from evigraph.generators.base import BaseGenerator, check_transcript
 from evigraph.generators.chat_format import ChatFormat, TokenizerLike
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.trajectory import Segment
@@ -24,6 +24,7 @@ from evigraph.trajectory import Segment
 __all__ = ("Reply", "ScriptedCall", "ScriptedGenerator")
 
 Reply = str | Callable[[list[Segment], SamplingParams], "str | Awaitable[str]"]
+Scores = Callable[[list[Segment], list[str]], Sequence[float]]
 _PIECE = re.compile(r"\s*\S+")
 
 
@@ -64,6 +65,9 @@ class ScriptedGenerator(BaseGenerator):
             asked for), ``max_new_tokens`` counts tokens, and a tokenizer with a chat template becomes
             :attr:`chat_format`, so graphs store exact training sequences as with a real model.
         logprob: the log-probability reported for every generated token when ``params.logprobs``.
+        scores: what :meth:`score_continuations` returns, as a function of ``(transcript, continuations)``;
+            without it a continuation scores ``logprob`` per token (per whitespace piece without a tokenizer),
+            the same fixed value generated tokens get.
         name: shown in traces and ``evigraph info``.
 
     Raises (at call time):
@@ -79,6 +83,7 @@ class ScriptedGenerator(BaseGenerator):
         delay_s: float = 0.0,
         tokenizer: TokenizerLike | None = None,
         logprob: float = -0.05,
+        scores: Scores | None = None,
         name: str = "scripted",
     ) -> None:
         if callable(replies):
@@ -92,6 +97,7 @@ class ScriptedGenerator(BaseGenerator):
         if tokenizer is not None and getattr(tokenizer, "chat_template", None):
             self.chat_format = ChatFormat(tokenizer)
         self.logprob = logprob
+        self.scores = scores
         self.name = name
         self.calls: list[ScriptedCall] = []
 
@@ -136,3 +142,24 @@ class ScriptedGenerator(BaseGenerator):
         else:
             finish = "stop" if stop else "eos"
         return Continuation(text=text, finish_reason=finish, stop_string=stop, token_ids=token_ids, logprobs=logprobs)
+
+    async def score_continuations(self, transcript: Sequence[Segment], continuations: Sequence[str]) -> list[float]:
+        """Scripted scores (see ``scores``), so the :class:`~evigraph.generators.base.ContinuationScorer` users
+        can be tested without a model.
+
+        Raises:
+            GeneratorError: ``scores`` returned a different number of values than continuations.
+        """
+        check_transcript(transcript, allow_trailing_policy=True)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.scores is not None:
+            values = [float(v) for v in self.scores(list(transcript), list(continuations))]
+            if len(values) != len(continuations):
+                raise GeneratorError(
+                    f"{self.name}: scripted scores gave {len(values)} values for {len(continuations)} continuations"
+                )
+            return values
+        if self.tokenizer is not None:
+            return [self.logprob * len(self.tokenizer.encode(c, add_special_tokens=False)) for c in continuations]
+        return [self.logprob * len(_PIECE.findall(c)) for c in continuations]

@@ -104,13 +104,16 @@ async def generate_structured(
     attempts = 0
     raw = ""
     error: StructuredError | None = None
+    continuation: Continuation | None = None
     for attempt in range(2):  # the first try plus one repair turn
         attempts = attempt + 1
         continuation = await generator.continue_transcript(segments, call_params)
         raw = continuation.text
         parsed = parse_structured(raw, schema)
         if not isinstance(parsed, StructuredError):
-            return StructuredResult[schema](value=parsed, raw=raw, attempts=attempts, guided=guided)
+            return StructuredResult[schema](
+                value=parsed, raw=raw, attempts=attempts, guided=guided, continuation=continuation
+            )
         error = parsed
         if continuation.finish_reason == "length":
             error = StructuredError(
@@ -121,4 +124,4 @@ async def generate_structured(
             continuation.to_segment(),
             Segment(origin="environment", text=_repair_note(error)),
         ]
-    return StructuredResult[schema](error=error, raw=raw, attempts=attempts, guided=guided)
+    return StructuredResult[schema](error=error, raw=raw, attempts=attempts, guided=guided, continuation=continuation)

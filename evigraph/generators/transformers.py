@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigError, GeneratorError, MissingDependencyError
-from evigraph.generators.base import BaseGenerator
+from evigraph.generators.base import BaseGenerator, check_transcript
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
 from evigraph.runtime import configure_torch_threads, quiet_progress_bars
@@ -316,6 +316,57 @@ class TransformersGenerator(BaseGenerator):
         self._submit(request)
         result = await request.future
         return result.model_copy(update={"prompt_tokens": len(rendered.token_ids)})
+
+    async def score_continuations(self, transcript: Sequence[Segment], continuations: Sequence[str]) -> list[float]:
+        """The sum of the model's token log-probabilities of each continuation right after the rendered transcript.
+
+        Teacher-forced: each continuation is tokenized on its own (as a policy turn's tokens follow the prompt)
+        and all of them run in one padded forward pass, on a worker thread. Raw logits, temperature 1, the same
+        distribution ``logprobs`` report. An empty continuation scores 0.0.
+
+        Raises:
+            ConfigError: a bad transcript, or a sequence longer than the model's context.
+            GeneratorError: the generator is closed.
+        """
+        check_transcript(transcript, allow_trailing_policy=True)
+        prompt = list(self.chat_format.render(transcript).token_ids)
+        rows = [list(self.tokenizer.encode(text, add_special_tokens=False)) for text in continuations]
+        longest = len(prompt) + max((len(row) for row in rows), default=0)
+        if self.context_window is not None and longest > self.context_window:
+            raise ConfigError(
+                f"{self.name}: scoring needs {longest} tokens, the model's context is {self.context_window}"
+            )
+        if self._closed:
+            raise GeneratorError(f"{self.name}: the generator is closed")
+        return await asyncio.to_thread(self._score_rows, prompt, rows)
+
+    def _score_rows(self, prompt: list[int], rows: list[list[int]]) -> list[float]:
+        import torch
+
+        if self.num_threads is not None and torch.get_num_threads() != self.num_threads:
+            torch.set_num_threads(self.num_threads)  # OpenMP's thread count is per calling thread
+        scored = [i for i, row in enumerate(rows) if row]
+        sums = [0.0] * len(rows)
+        if not scored:
+            return sums
+        start = len(prompt)
+        width = start + max(len(rows[i]) for i in scored)
+        input_ids = torch.full((len(scored), width), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for line, i in enumerate(scored):  # right padding: the prompt sits at the same positions in every row
+            sequence = prompt + rows[i]
+            input_ids[line, : len(sequence)] = torch.tensor(sequence)
+            attention_mask[line, : len(sequence)] = 1
+        with torch.inference_mode():
+            mask = attention_mask.to(self.device)
+            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask).logits
+            # Position t predicts token t + 1: the continuation tokens are predicted from start - 1 on.
+            logprobs = torch.log_softmax(logits[:, start - 1 : -1].float(), dim=-1).cpu()
+            token_logprobs = logprobs.gather(-1, input_ids[:, start:].unsqueeze(-1)).squeeze(-1)
+            totals = (token_logprobs * attention_mask[:, start:]).sum(-1)
+        for line, i in enumerate(scored):
+            sums[i] = float(totals[line])
+        return sums
 
     def _submit(self, request: _Request) -> None:
         with self._cond:

@@ -133,6 +133,9 @@ class StructuredResult(BaseModel, Generic[SchemaT]):
     attempts: int = 1
     guided: bool = False
     """Whether the backend enforced the schema while decoding."""
+    continuation: Continuation | None = None
+    """The last attempt's generation (its token ids and logprobs, where the backend gives them): what a caller
+    needs to read the probability of one value in the JSON (StepGap's stage confidences)."""
 
     @property
     def ok(self) -> bool:

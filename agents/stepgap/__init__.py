@@ -1,0 +1,1 @@
+"""StepGap: step-level evidence-gap checker (specs/stepgap.md)."""

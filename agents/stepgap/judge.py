@@ -1,0 +1,206 @@
+"""The LLM half of the checker (specs/stepgap.md §2.3, §2.4, §2.7): stages A–C as one structured call per step,
+or (``judge_mode="per_stage"``) as one call per stage with early exit.
+
+A stage's confidence is the probability the judge gave the value token of its deciding boolean, located in the
+reply's JSON by token offsets; 1.0 where the backend returns no token ids or logprobs (§9 #9). Invalid JSON gets
+the structured-output layer's one repair turn; a second failure is a typed :class:`JudgeFailure`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from evigraph.agents.stepgap.labels import Stage, StepKind
+from evigraph.agents.stepgap.prompts import judge_prompt, stage_prompt
+from evigraph.agents.stepgap.schemas import (
+    AbstentionJudgement,
+    AlignmentJudgement,
+    QuoteJudgement,
+    StepJudgement,
+)
+from evigraph.generators.base import Generator
+from evigraph.generators.types import SamplingParams, StructuredResult
+from evigraph.tokens import TokenOffsets, token_probability_at
+from evigraph.trajectory import Evidence, Segment
+
+__all__ = ("JudgeFailure", "JudgeOutcome", "StepView", "deciding_field", "judge_step", "value_probability")
+
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    """What the judge is shown about one step."""
+
+    question: str
+    kind: StepKind
+    text: str
+    previous: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    global_evidence: tuple[Evidence, ...] = ()
+    abstaining: bool = False
+    """A conclusion answering N/A: never off-target, so stage A cannot end a per-stage walk."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeFailure:
+    """The judge gave no valid object after the repair turn."""
+
+    stage: str
+    kind: str
+    message: str
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOutcome:
+    """The judgements the walk needs (``None`` for stages not asked in per-stage mode) and their confidences."""
+
+    alignment: AlignmentJudgement | None = None
+    abstention: AbstentionJudgement | None = None
+    quote: QuoteJudgement | None = None
+    confidences: dict[Stage, float] = field(default_factory=dict)
+    failure: JudgeFailure | None = None
+    calls: int = 0
+
+
+def deciding_field(stage: Stage, judgement: BaseModel) -> str:
+    """The boolean whose value decides ``stage`` (§2.7): A ``is_off_target``; B ``abstention_is_accurate`` for an
+    abstention, else ``is_abstention_step``; C ``found_quote`` when the entity matched, else ``entity_match``."""
+    if stage == "A":
+        return "is_off_target"
+    if stage == "B":
+        assert isinstance(judgement, AbstentionJudgement)
+        return "abstention_is_accurate" if judgement.is_abstention_step else "is_abstention_step"
+    assert isinstance(judgement, QuoteJudgement)
+    return "found_quote" if judgement.entity_match else "entity_match"
+
+
+def value_probability(result: StructuredResult, key: str, decode: object | None) -> float:
+    """The probability of the value token of ``"key": true|false`` in the reply (the last such pair: the object
+    the structured layer accepted comes last in a repaired reply); 1.0 without token ids, logprobs or a match."""
+    continuation = result.continuation
+    if continuation is None or continuation.token_ids is None or continuation.logprobs is None or decode is None:
+        return 1.0
+    offsets = TokenOffsets(continuation.token_ids, decode)  # type: ignore[arg-type]
+    matches = list(re.finditer(rf'"{re.escape(key)}"\s*:\s*(true|false)', offsets.text))
+    if not matches:
+        return 1.0
+    probability = token_probability_at(offsets, continuation.logprobs, matches[-1].start(1))
+    return 1.0 if probability is None else probability
+
+
+def _decode(generator: Generator) -> object | None:
+    chat_format = getattr(generator, "chat_format", None)
+    return chat_format.decode if chat_format is not None else None
+
+
+async def _ask(generator: Generator, prompt: str, schema: type[BaseModel], params: SamplingParams) -> StructuredResult:
+    return await generator.structured([Segment(origin="prompt", role="user", text=prompt)], schema, params)
+
+
+async def judge_step(
+    generator: Generator,
+    view: StepView,
+    params: SamplingParams,
+    *,
+    mode: str = "single",
+    disabled: Sequence[Stage] = (),
+    max_chars: int = 600,
+) -> JudgeOutcome:
+    """Stages A–C for one step. ``single``: one call returns all three sections. ``per_stage``: A, then B (only if
+    A did not fire), then C (only if neither fired), each prompt with only its stage's inputs; disabled stages
+    are not asked."""
+    decode = _decode(generator)
+    if mode == "single":
+        prompt = judge_prompt(
+            question=view.question,
+            kind=view.kind,
+            step=view.text,
+            previous=view.previous,
+            evidence=view.evidence,
+            global_evidence=view.global_evidence,
+            max_chars=max_chars,
+        )
+        result = await _ask(generator, prompt, StepJudgement, params)
+        if result.value is None:
+            return _failed("A-C", result)
+        value: StepJudgement = result.value
+        parts: dict[Stage, BaseModel] = {
+            "A": value.step_minus1_alignment,
+            "B": value.step_0_abstention_check,
+            "C": value.step_1_quote_search,
+        }
+        confidences = {s: value_probability(result, deciding_field(s, j), decode) for s, j in parts.items()}
+        return JudgeOutcome(
+            alignment=value.step_minus1_alignment,
+            abstention=value.step_0_abstention_check,
+            quote=value.step_1_quote_search,
+            confidences=confidences,
+            calls=1,
+        )
+    return await _judge_per_stage(generator, view, params, disabled=disabled, decode=decode, max_chars=max_chars)
+
+
+async def _judge_per_stage(
+    generator: Generator,
+    view: StepView,
+    params: SamplingParams,
+    *,
+    disabled: Sequence[Stage],
+    decode: object | None,
+    max_chars: int,
+) -> JudgeOutcome:
+    schemas: dict[Stage, type[BaseModel]] = {"A": AlignmentJudgement, "B": AbstentionJudgement, "C": QuoteJudgement}
+    found: dict[Stage, BaseModel] = {}
+    confidences: dict[Stage, float] = {}
+    calls = 0
+    for stage in ("A", "B", "C"):
+        if stage in disabled:
+            continue
+        prompt = stage_prompt(
+            stage,
+            question=view.question,
+            kind=view.kind,
+            step=view.text,
+            evidence=view.evidence,
+            global_evidence=view.global_evidence,
+            max_chars=max_chars,
+        )
+        result = await _ask(generator, prompt, schemas[stage], params)
+        calls += 1
+        if result.value is None:
+            return _failed(stage, result, calls=calls)
+        found[stage] = result.value
+        confidences[stage] = value_probability(result, deciding_field(stage, result.value), decode)
+        if _fires(result.value, abstaining=view.abstaining):
+            break
+    return JudgeOutcome(
+        alignment=found.get("A"),  # type: ignore[arg-type]
+        abstention=found.get("B"),  # type: ignore[arg-type]
+        quote=found.get("C"),  # type: ignore[arg-type]
+        confidences=confidences,
+        calls=calls,
+    )
+
+
+def _fires(judgement: BaseModel, *, abstaining: bool) -> bool:
+    """Whether a per-stage reply ends the walk (so later stages are not asked)."""
+    if isinstance(judgement, AlignmentJudgement):
+        return judgement.is_off_target and not abstaining
+    if isinstance(judgement, AbstentionJudgement):
+        return judgement.is_abstention_step
+    return False
+
+
+def _failed(stage: str, result: StructuredResult, *, calls: int = 1) -> JudgeOutcome:
+    error = result.error
+    failure = JudgeFailure(
+        stage=stage,
+        kind=error.kind if error is not None else "unknown",
+        message=error.message if error is not None else "no value",
+        raw=result.raw[-400:],
+    )
+    return JudgeOutcome(failure=failure, calls=calls)
