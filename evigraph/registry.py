@@ -61,9 +61,9 @@ BUILTIN_COMMANDS: frozenset[str] = frozenset(
 )
 """Top-level command names no agent verb may take."""
 
-Resource = Literal["search"]
+Resource = Literal["search", "nli"]
 """Tools the framework opens for an agent from command-line flags and hands to its graph builder by name
-(``search``: ``--corpus NAME|DIR`` or ``--retriever-url URL``)."""
+(``search``: ``--corpus NAME|DIR`` or ``--retriever-url URL``; ``nli``: ``--nli CHECKPOINT_DIR``)."""
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")

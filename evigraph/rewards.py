@@ -21,7 +21,18 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from evigraph.trajectory import RewardComponent, Trajectory
 
-__all__ = ("AgentReward", "Rewards")
+__all__ = ("AgentReward", "ConfigurableReward", "Rewards", "StepRewards")
+
+
+class StepRewards(BaseModel):
+    """One step's share of a process reward: where it sits in the policy's tokens and its named values."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    token_span: tuple[int, int] | None = None
+    """Half-open span into the whole token sequence (``Trajectory.steps[index].token_span``)."""
+    values: dict[str, float]
 
 
 class Rewards(BaseModel):
@@ -32,6 +43,9 @@ class Rewards(BaseModel):
     components: tuple[RewardComponent, ...]
     scalar: str
     """The name of the component the trainer optimises."""
+    steps: tuple[StepRewards, ...] = ()
+    """Process rewards: one entry per scored step (its token span and values), for dense credit assignment;
+    empty for outcome-only rewards."""
 
     @model_validator(mode="after")
     def _scalar_is_a_component(self) -> Rewards:
@@ -50,6 +64,14 @@ class Rewards(BaseModel):
     def as_dict(self) -> dict[str, float]:
         return {c.type: c.value for c in self.components}
 
+    def record(self) -> dict[str, Any]:
+        """The JSON line ``evigraph reward`` prints (without the id): every component, the scalar's name and,
+        for process rewards, the per-step values."""
+        line: dict[str, Any] = {**self.as_dict(), "scalar": self.scalar}
+        if self.steps:
+            line["steps"] = [{"index": s.index, "token_span": s.token_span, **s.values} for s in self.steps]
+        return line
+
 
 @runtime_checkable
 class AgentReward(Protocol):
@@ -66,3 +88,13 @@ class AgentReward(Protocol):
     def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
         """Score ``trajectory`` (its ``output``, or its transcript when it has none) against ``gold``."""
         ...
+
+
+@runtime_checkable
+class ConfigurableReward(AgentReward, Protocol):
+    """A reward with run-time parameters (a preset, a weight): ``options`` becomes flags of ``evigraph reward``
+    and a section of the training config, and :meth:`configure` returns the reward built with them."""
+
+    options: type[BaseModel]
+
+    def configure(self, options: BaseModel) -> AgentReward: ...

@@ -5,7 +5,11 @@ Nodes: ``prepare`` (claims, evidence views) → ``judge`` (the LLM stages for al
 ``nli_D`` (all local-entailment pairs in one NLI batch) → ``nli_E`` (cross-step entailment, in step order: a
 step's premises are earlier steps' entity-matched evidence) → ``emit`` (labels, confidences, paths). Routers skip
 the NLI nodes no step needs. The decisions are the pure functions of :mod:`evigraph.agents.stepgap.routing`.
-Usage::
+
+The §5 checker variants are config switches on this one graph (:mod:`evigraph.agents.stepgap.variants`):
+``entailment="judge"`` gives D/E to the judge LLM, ``flag_threshold`` unflags low-confidence gaps at ``emit``,
+``quote_source="ner"`` replaces Stage C's quote, and ``pipeline="nli-only"`` skips the judge and sends every
+step straight to ``nli_D`` with its whole local evidence. Usage::
 
     graph = build_checker_graph(judge_generator, nli=make_nli(checkpoint))
     result = await graph.ainvoke({"trace": trace})
@@ -47,6 +51,17 @@ from evigraph.agents.stepgap.schemas import (
     StepGapConfig,
     Trace,
     TraceCheck,
+)
+from evigraph.agents.stepgap.variants import (
+    NLI_ONLY_PATH,
+    EntityFinder,
+    evidence_premise,
+    load_entity_finder,
+    ner_quote_judgement,
+    nli_only_decision,
+    nli_only_unchecked,
+    threshold_label,
+    variant_name,
 )
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
@@ -109,18 +124,32 @@ def _views(trace: Trace, config: StepGapConfig) -> list[StepView]:
 
 class _Nodes:
     def __init__(
-        self, judge: Generator | None, nli: Any | None, config: StepGapConfig, sampling: SamplingParams | None
+        self,
+        judge: Generator | None,
+        nli: Any | None,
+        config: StepGapConfig,
+        sampling: SamplingParams | None,
+        ner: EntityFinder | None,
     ) -> None:
         self.default_judge, self.nli, self.config = judge, nli, config
         self.params = (sampling or SamplingParams()).model_copy(
             update={"max_new_tokens": config.judge_max_new_tokens, "logprobs": config.judge_logprobs, "stop": ()}
         )
         self._fallbacks: dict[int, Any] = {}
+        self.ner: EntityFinder | None = None
+        if config.quote_source == "ner":
+            self.ner = ner or load_entity_finder()
+        if config.entailment == "judge" and judge is not None:
+            self._judge_nli(judge)  # a judge that cannot score label words is refused here, not mid-run
 
-    def _nli(self, generator: Generator) -> Any:
-        """The configured NLI, else the generator fallback (weaker; every report names it)."""
-        if self.nli is not None:
+    def _nli(self, runtime: Context) -> Any:
+        """The configured NLI, else (or with ``entailment="judge"``) the judge scoring the label words."""
+        if self.nli is not None and self.config.entailment == "nli":
             return self.nli
+        return self._judge_nli(RunScope.resolve(runtime, self.default_judge).generator)
+
+    def _judge_nli(self, generator: Generator) -> Any:
+        """The generator fallback (weaker; every report names it), one per generator."""
         key = id(generator)
         if key not in self._fallbacks:
             from evigraph.tools.nli import make_nli
@@ -132,14 +161,16 @@ class _Nodes:
         trace = state["trace"]
         trace = trace if isinstance(trace, Trace) else Trace.model_validate(trace)
         progress = tuple(StepProgress(index=i, claim=step_claim(s, trace.question)) for i, s in enumerate(trace.steps))
+        if self.config.pipeline == "nli-only":  # no LLM stage: every step goes straight to one NLI call
+            progress = tuple(_nli_only_start(trace, step) for step in progress)
         return {"trace": trace, "progress": progress, "started_at": time.time()}
 
     async def judge(self, state: CheckerState, runtime: Context) -> dict[str, Any]:
+        disabled = self.config.disable_stages
+        if {"A", "B", "C"} <= disabled or self.config.pipeline == "nli-only":
+            return {}
         scope = RunScope.resolve(runtime, self.default_judge)
         params = scope.params(self.params)
-        disabled = self.config.disable_stages
-        if {"A", "B", "C"} <= disabled:
-            return {}
         started = time.perf_counter()
         views = _views(state["trace"], self.config)
         outcomes = await asyncio.gather(
@@ -195,12 +226,22 @@ class _Nodes:
             else:
                 assert outcome.quote is not None
                 judgement = outcome.quote
+                evidence = local_evidence(trace, step.index)
+                if self.ner is not None and judgement.entity_match:
+                    # NER-Quote: a whole evidence sentence, verbatim by construction; no word limits. The quote
+                    # is no longer the judge's choice, so its token confidence does not apply (1.0).
+                    judgement = ner_quote_judgement(judgement, step.claim, evidence, self.ner)
+                    confidence = 1.0
                 quote = " ".join(judgement.evidence_quote.split())
-                valid = bool(step.claim) and validate_quote(
-                    quote,
-                    local_evidence(trace, step.index),
-                    min_words=self.config.quote_min_words,
-                    max_words=self.config.quote_max_words,
+                valid = bool(step.claim) and (
+                    judgement.found_quote
+                    if self.ner is not None
+                    else validate_quote(
+                        quote,
+                        evidence,
+                        min_words=self.config.quote_min_words,
+                        max_words=self.config.quote_max_words,
+                    )
                 )
                 decision = stage_c(judgement, kind, quote_valid=valid, confidence=confidence)
                 after = _enabled(next_stage(decision, kind), self.config)
@@ -223,13 +264,20 @@ class _Nodes:
         return self._stage(state, "C")
 
     async def nli_d(self, state: CheckerState, runtime: Context) -> dict[str, Any]:
-        nli = self._nli(RunScope.resolve(runtime, self.default_judge).generator)
+        nli = self._nli(runtime)
+        trace = state["trace"]
         waiting = [s for s in state["progress"] if s.pending == "D"]
         started = time.perf_counter()
-        verdicts = await _classify(nli, [(s.quote or "", s.claim) for s in waiting])
+        if self.config.pipeline == "nli-only":
+            pairs = [(evidence_premise(local_evidence(trace, s.index)), s.claim) for s in waiting]
+            decide = nli_only_decision
+        else:
+            pairs = [(s.quote or "", s.claim) for s in waiting]
+            decide = stage_d
+        verdicts = await _classify(nli, pairs)
         by_index = dict(zip((s.index for s in waiting), verdicts, strict=True))
         updated = tuple(
-            replace(s.decided(stage_d(by_index[s.index]), "emit"), nli_engine=by_index[s.index].engine)
+            replace(s.decided(decide(by_index[s.index]), "emit"), nli_engine=by_index[s.index].engine)
             if s.index in by_index
             else s
             for s in state["progress"]
@@ -237,7 +285,7 @@ class _Nodes:
         return {"progress": updated, "nli_s": state.get("nli_s", 0.0) + time.perf_counter() - started}
 
     async def nli_e(self, state: CheckerState, runtime: Context) -> dict[str, Any]:
-        nli = self._nli(RunScope.resolve(runtime, self.default_judge).generator)
+        nli = self._nli(runtime)
         trace = state["trace"]
         progress = list(state["progress"])
         started = time.perf_counter()
@@ -257,16 +305,22 @@ class _Nodes:
         return {"progress": tuple(progress), "nli_s": state.get("nli_s", 0.0) + time.perf_counter() - started}
 
     async def emit(self, state: CheckerState, runtime: Context) -> dict[str, Any]:
-        scope = RunScope.resolve(runtime, self.default_judge)
         trace = state["trace"]
-        checks = [_check(trace, step) for step in state["progress"]]
+        checks = [_check(trace, step, self.config) for step in state["progress"]]
         engines = {c.nli_engine for c in checks if c.nli_engine}
+        binary = self.config.pipeline == "nli-only"
+        if binary:  # no judge ran (and none needs to be configured)
+            judge = "none"
+        else:
+            judge = f"{RunScope.resolve(runtime, self.default_judge).generator.name} ({self.config.judge_mode})"
         result = TraceCheck(
             id=trace.id,
             question=trace.question,
             steps=checks,
-            judge=f"{scope.generator.name} ({self.config.judge_mode})",
+            judge=judge,
             nli=", ".join(sorted(engines)) or None,
+            variant=variant_name(self.config),
+            binary=binary,
         )
         started_at = state.get("started_at", time.time())
         trajectory = Trajectory(
@@ -278,7 +332,7 @@ class _Nodes:
                 for c in checks
             ],
             output=result.model_dump(mode="json"),
-            metadata={"judge": result.judge, "nli": result.nli},
+            metadata={"judge": result.judge, "nli": result.nli, "variant": result.variant},
             timing=Timing(
                 started_at=started_at,
                 wall_s=time.time() - started_at,
@@ -319,7 +373,13 @@ async def _classify(nli: Any, pairs: Sequence[tuple[str, str]]) -> list[Any]:
     return list(await asyncio.to_thread(nli.batch_classify, list(pairs)))
 
 
-def _check(trace: Trace, step: StepProgress) -> StepCheck:
+def _nli_only_start(trace: Trace, step: StepProgress) -> StepProgress:
+    premise = evidence_premise(local_evidence(trace, step.index))
+    unchecked = nli_only_unchecked(premise, step.claim)
+    return step.decided(unchecked, "emit") if unchecked is not None else replace(step, pending="D")
+
+
+def _check(trace: Trace, step: StepProgress, config: StepGapConfig) -> StepCheck:
     kind = trace.steps[step.index].kind
     if step.error is not None:
         return StepCheck(
@@ -334,18 +394,26 @@ def _check(trace: Trace, step: StepProgress) -> StepCheck:
             error=step.error,
             token_span=trace.steps[step.index].token_span,
         )
-    rationale = " | ".join(f"{d.path_entry}: {d.detail}" for d in step.decisions if d.detail)
+    nli_only = config.pipeline == "nli-only"
+    entries = [f"{NLI_ONLY_PATH}:{d.decision}" if nli_only else d.path_entry for d in step.decisions]
+    rationale = " | ".join(f"{e}: {d.detail}" for e, d in zip(entries, step.decisions, strict=True) if d.detail)
+    tree_label, confidence = final_label(step.decisions), overall_confidence(step.decisions)
+    label = threshold_label(tree_label, confidence, config.flag_threshold)
+    if label != tree_label:
+        note = f"{tree_label} unflagged: confidence {confidence:.3f} < flag threshold {config.flag_threshold:.2f}"
+        rationale = f"{note} | {rationale}" if rationale else note
     return StepCheck(
         index=step.index,
         kind=kind,
-        label=final_label(step.decisions),
-        confidence=overall_confidence(step.decisions),
+        label=label,
+        confidence=confidence,
         rationale=rationale,
-        pipeline_path=pipeline_path(step.decisions),
+        pipeline_path=", ".join(entries),
         stages=list(step.decisions),
         claim=step.claim,
         quote=step.quote,
         nli_engine=step.nli_engine,
+        tree_label=tree_label if label != tree_label else None,
         token_span=trace.steps[step.index].token_span,
     )
 
@@ -356,6 +424,7 @@ def build_checker_graph(
     nli: Any | None = None,
     config: StepGapConfig | None = None,
     sampling: SamplingParams | None = None,
+    ner: EntityFinder | None = None,
 ) -> Any:
     """The checker over ``judge`` (the LLM for stages A–C) and ``nli`` (stages D–E).
 
@@ -363,13 +432,19 @@ def build_checker_graph(
         judge: any generator, or ``None`` when every run passes one in its :class:`RunContext`.
         nli: an NLI engine (``evigraph.tools.nli``; anything with ``batch_classify(pairs)``). ``None``: the
             judge scores entailment itself by label-token logprobs -- weaker, and named as such in the result.
-        config: judge mode, disabled stages, quote limits.
+        config: judge mode, disabled stages, quote limits, the variant switches
+            (:func:`~evigraph.agents.stepgap.variants.variant_config` builds them by name).
         sampling: temperature / seed of the judge (default greedy, §9 #9).
+        ner: the entity finder of ``quote_source="ner"``; default spaCy's English pipeline.
 
     Returns:
         A compiled graph: ``ainvoke`` takes :class:`CheckerInputs` and returns :class:`CheckerResult`.
+
+    Raises:
+        ConfigError: ``quote_source="ner"`` without ``ner`` and no spaCy English pipeline installed;
+            ``entailment="judge"`` with a judge that cannot score label words.
     """
-    nodes = _Nodes(judge, nli, config or StepGapConfig(), sampling)
+    nodes = _Nodes(judge, nli, config or StepGapConfig(), sampling, ner)
     graph = StateGraph(CheckerState, context_schema=RunContext, input_schema=CheckerInputs, output_schema=CheckerResult)
     graph.add_node("prepare", nodes.prepare)
     graph.add_node("judge", nodes.judge)

@@ -1,1 +1,31 @@
-"""StepGap: step-level evidence-gap checker (specs/stepgap.md)."""
+"""StepGap: a step-level evidence-gap checker for search-interleaved traces and its typed process reward
+(specs/stepgap.md).
+
+Pieces: :mod:`.labels` (no-gap / CC / IE / MB and repair actions), :mod:`.schemas` (traces, the judge's JSON,
+checks, config), :mod:`.claims` (what each stage reads), :mod:`.routing` (stages A–E as pure functions),
+:mod:`.prompts` and :mod:`.judge` (the LLM stages), :mod:`.rewards` (pure reward functions), :mod:`.scoring`
+(the reward object), :mod:`.metrics` and :mod:`.evaluation` (checker and answer evaluation), :mod:`.data`
+(records), :mod:`.hooks` (``evigraph check``). Graphs: :mod:`evigraph.graphs.stepgap_checker` (the checker),
+:mod:`evigraph.graphs.stepgap` (Search-R1 rollouts checked step by step), :mod:`evigraph.graphs.search_r1`
+(the generator). This module only declares the agent.
+"""
+
+from evigraph.registry import AgentSpec
+
+__all__ = ("SPEC",)
+
+_PACKAGE = "evigraph.agents.stepgap"
+
+SPEC = AgentSpec(
+    name="stepgap",
+    description="Step-level evidence-gap checker (LLM stages A-C, NLI stages D-E) over Search-R1 rollouts.",
+    verb="check",
+    config=f"{_PACKAGE}.schemas:StepGapConfig",
+    graph_builder="evigraph.graphs.stepgap:build_stepgap_graph",
+    input_schema=f"{_PACKAGE}.schemas:StepGapInputs",
+    output_schema=f"{_PACKAGE}.schemas:StepGapResult",
+    rewards={"typed": f"{_PACKAGE}.scoring:REWARD"},
+    evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
+    resources=("search", "nli"),
+    hooks={"run": f"{_PACKAGE}.hooks:check_command"},
+)

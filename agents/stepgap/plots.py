@@ -1,4 +1,4 @@
-"""StepGap report plots (specs/stepgap.md §7.3): the predicted vs gold gap-type distribution.
+"""StepGap report plots (specs/stepgap.md §7.3): the gap-type distribution, predicted next to gold when known.
 
 Drawn with :func:`evigraph.evaluation.plots.per_class_bars`, so the conventions are the evaluation engine's: Agg
 canvas without pyplot, matplotlib imported only when drawing, the PNG written atomically.
@@ -6,26 +6,30 @@ canvas without pyplot, matplotlib imported only when drawing, the PNG written at
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from evigraph.agents.stepgap.labels import GAP_LABELS
-from evigraph.agents.stepgap.metrics import StepGapReport
+from evigraph.agents.stepgap.labels import GAP_LABELS, GapLabel
+from evigraph.agents.stepgap.metrics import is_degenerate
 from evigraph.evaluation.plots import per_class_bars
 
 __all__ = ("gap_distribution_plot",)
 
 
 def gap_distribution_plot(
-    report: StepGapReport, path: Path, *, title: str = "Share of steps per label: predicted vs gold"
+    distribution: Mapping[GapLabel, float],
+    path: Path,
+    *,
+    gold: Mapping[GapLabel, float] | None = None,
+    title: str = "Share of steps per label",
 ) -> Path:
-    """Write a PNG of grouped bars, one group per label (no-gap, CC, IE, MB), predicted next to gold.
-
-    A degenerate distribution (§4: IE collapse) is named in the title. Returns ``path``.
-    """
+    """Write a PNG of bars, one group per label (no-gap, CC, IE, MB): the predicted share, and the gold share
+    next to it when ``gold`` is given. A degenerate distribution (§4: IE collapse) is named in the title."""
+    series = ["predicted", "gold"] if gold is not None else ["predicted"]
     shares = {
-        label: {"predicted": report.distribution[label], "gold": report.gold_distribution[label]}
+        label: {"predicted": distribution.get(label, 0.0), **({"gold": gold.get(label, 0.0)} if gold else {})}
         for label in GAP_LABELS
     }
-    if report.degenerate:
+    if is_degenerate(distribution):
         title = f"{title} (degenerate: IE collapse)"
-    return per_class_bars(shares, ["predicted", "gold"], Path(path), title=title)
+    return per_class_bars(shares, series, Path(path), title=title)

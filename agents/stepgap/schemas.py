@@ -14,12 +14,18 @@ __all__ = (
     "AbstentionJudgement",
     "AlignmentJudgement",
     "CheckerInputs",
+    "CheckerPipeline",
     "CheckerResult",
+    "EntailmentEngine",
     "JudgeMode",
     "QuoteJudgement",
+    "QuoteSource",
     "StageDecision",
     "StepCheck",
     "StepGapConfig",
+    "StepGapInputs",
+    "StepGapOutput",
+    "StepGapResult",
     "StepJudgement",
     "Trace",
     "TraceCheck",
@@ -27,6 +33,12 @@ __all__ = (
 )
 
 JudgeMode = Literal["single", "per_stage"]
+CheckerPipeline = Literal["tree", "nli-only"]
+"""``tree``: the A–E decision tree (§2.2); ``nli-only``: one NLI call per step, no LLM stages (§5)."""
+EntailmentEngine = Literal["nli", "judge"]
+"""Who decides entailment in stages D and E: the NLI engine, or the judge LLM (§5 LLM-Only / LLM-Strict)."""
+QuoteSource = Literal["judge", "ner"]
+"""Where Stage C's quote comes from: the judge's verbatim span, or spaCy NER + token overlap (§5 NER-Quote)."""
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
@@ -167,6 +179,9 @@ class StepCheck(BaseModel):
     """The validated Stage-C quote, if any."""
     nli_engine: str | None = None
     """Which NLI ran stages D/E for this step (a cross-encoder, or the generator fallback)."""
+    tree_label: GapLabel | None = None
+    """The decision tree's label when ``flag_threshold`` overrode it (a gap below the threshold is reported as
+    no-gap, §2.7); ``None`` when the label is the tree's own."""
     error: str | None = None
     token_span: tuple[int, int] | None = None
 
@@ -188,6 +203,12 @@ class TraceCheck(BaseModel):
     """The LLM judge (generator name and mode)."""
     nli: str | None
     """The NLI engine, or ``None`` when no step reached stage D or E."""
+    variant: str = "stepgap"
+    """The checker variant that ran (a name of ``evigraph.agents.stepgap.variants.VARIANTS``, or ``custom(...)``
+    listing the switches that differ from the default)."""
+    binary: bool = False
+    """The labels only say gap / no-gap (the NLI-only checker): their gap type is a fixed placeholder, so typed
+    metrics and typed rewards must not read them (§5)."""
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -202,6 +223,18 @@ class StepGapConfig(BaseModel):
     seeing only what its stage reads."""
     disable_stages: frozenset[Stage] = frozenset()
     """Stages to skip (ablations, §7.2): a disabled stage hands off as if it had not fired; config file only."""
+    pipeline: CheckerPipeline = "tree"
+    """``tree``: stages A–E (§2.2). ``nli-only``: no judge call; one NLI call per step on (the step's whole local
+    evidence, its claim), ENTAILMENT → no-gap, CONTRADICTION → CC, NEUTRAL → IE: binary labels (§5)."""
+    entailment: EntailmentEngine = "nli"
+    """Stages D/E: ``nli``, the graph's NLI engine (the judge's label-word fallback when none is given);
+    ``judge``, always the judge LLM scoring the label words, even when an NLI engine is given (LLM-only)."""
+    quote_source: QuoteSource = "judge"
+    """Stage C's quote: ``judge``, the judge's verbatim 5–20-word span; ``ner``, the evidence sentence that
+    contains a named entity of the claim and overlaps it most (spaCy NER, the NER-Quote baseline, §5)."""
+    flag_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    """Report a gap only when the step's confidence is at least this (§2.7, LLM-only: 0.5); a gap below it
+    becomes no-gap, with the tree's label kept in ``StepCheck.tree_label``. ``None``: no threshold."""
     judge_max_new_tokens: int = Field(768, ge=16)
     """Token cap of one judge reply."""
     judge_logprobs: bool = True
@@ -225,6 +258,25 @@ class StepGapConfig(BaseModel):
     """Repair loop: how many checker-routed repairs one run may take."""
 
 
+class StepGapOutput(BaseModel):
+    """What a StepGap rollout concluded: the Search-R1 run's answer and every step with its check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    answer: str | None
+    em: int | None = None
+    """Exact match against the run's gold aliases, when given."""
+    n_searches: int
+    format_ok: bool
+    trace: Trace
+    checks: TraceCheck
+
+    @property
+    def labels(self) -> list[GapLabel | None]:
+        return [c.label for c in self.checks.steps]
+
+
 # -- graph inputs and results ----------------------------------------------------------------------------
 class CheckerInputs(TypedDict, total=False):
     """What the checker graph takes: a trace (or its dict form)."""
@@ -236,4 +288,19 @@ class CheckerResult(TypedDict):
     """What the checker graph returns."""
 
     checks: TraceCheck
+    trajectory: Trajectory
+
+
+class StepGapInputs(TypedDict, total=False):
+    """What the StepGap rollout graph takes: ``question`` (required), ``id``, ``golds`` (answer aliases) and
+    ``gold`` (the reward's gold, e.g. ``{"golds": [...]}``: the run's trajectory then carries the reward)."""
+
+    question: str
+    id: str
+    golds: list[str]
+    gold: dict[str, Any]
+
+
+class StepGapResult(TypedDict):
+    output: StepGapOutput
     trajectory: Trajectory

@@ -110,8 +110,11 @@ def _score_command(agent: LoadedAgent) -> Callable[..., None]:
 def _reward_command(agent: LoadedAgent) -> Callable[..., None]:
     adapter = agent.require("evaluation")
     names = list(agent.rewards)
+    if not names:
+        raise ConfigError(f"agent {agent.name!r} declares no reward")
+    options = getattr(agent.reward(None), "options", None)
 
-    @agent_command(generator=False, agent_config=False)
+    @agent_command(generator=False, agent_config=False, options=options)
     def reward_command(
         run: AgentRun,
         input_path: Annotated[
@@ -124,17 +127,17 @@ def _reward_command(agent: LoadedAgent) -> Callable[..., None]:
     ) -> None:
         """Each prediction's reward components as JSONL on stdout (the reward the trainer optimises)."""
         reward = agent.reward(reward_name)
+        if run.options is not None and hasattr(reward, "configure"):
+            reward = reward.configure(run.options)
         golds = adapter.read_gold(gold if gold is not None else input_path)
         for prediction in adapter.read_predictions(input_path):
             record_id = str(prediction.id)
             if record_id not in golds:
                 raise ConfigError(f"{input_path}: record {record_id!r} has no gold answer (inline or in --gold)")
             rewards = reward(adapter.trajectory_of(prediction), _as_gold(reward, golds[record_id]))
-            line: dict[str, Any] = {"id": record_id, **rewards.as_dict(), "scalar": rewards.scalar}
+            line: dict[str, Any] = {"id": record_id, **rewards.record()}
             sys.stdout.write(json.dumps(line) + "\n")
 
-    if not names:
-        raise ConfigError(f"agent {agent.name!r} declares no reward")
     return reward_command
 
 

@@ -140,6 +140,11 @@ class AgentRun:
 
             with err_console.status("opening the search tool ..."):
                 return open_search(**(flags or {"corpus": default}))
+        if name == "nli":
+            from evigraph.tools.nli import make_nli
+
+            with err_console.status("loading the NLI model ..."):
+                return make_nli(flags["checkpoint"])
         raise ConfigError(f"unknown resource {name!r}")
 
     def graph(self, *, config: BaseModel | None = None, **resources: Any) -> Any:

@@ -104,7 +104,18 @@ RESOURCE_OPTIONS: dict[str, tuple[Option, ...]] = {
             _SEARCH,
             "retriever_url",
         ),
-    )
+    ),
+    "nli": (
+        _option(
+            "nli__checkpoint",
+            Path,
+            ("--nli",),
+            "A local 3-way NLI cross-encoder checkpoint directory (DeBERTa-v3 NLI family). Without one the "
+            "judge model scores entailment by label-token logprobs (weaker; reports name it).",
+            "Tools",
+            "checkpoint",
+        ),
+    ),
 }
 """Flags per :data:`evigraph.registry.Resource`; ``key`` is the keyword of the tool's opener."""
 

@@ -325,7 +325,7 @@ def test_report_json_shape() -> None:
 
 def test_gap_distribution_plot_writes_a_png(tmp_path) -> None:
     report = checker_report(benchmark(lambda k, g: g if k % 4 else "IE"), resamples=10)
-    path = gap_distribution_plot(report, tmp_path / "plots" / "gaps.png")
+    path = gap_distribution_plot(report.distribution, tmp_path / "plots" / "gaps.png", gold=report.gold_distribution)
     data = path.read_bytes()
     assert path == tmp_path / "plots" / "gaps.png"
     assert len(data) > 1000 and data.startswith(b"\x89PNG\r\n\x1a\n")

@@ -1,0 +1,113 @@
+"""StepGap's reward object (specs/stepgap.md §3): the typed process reward over a checked trajectory, through the
+kit's one reward signature.
+
+It reads each step's checker label, kind, reasoning text and query from the trajectory (our rollouts write them
+into ``Step.payload``; a foreign record's steps are converted the same way by the evaluation adapter), takes
+``r_EM`` from the gold (given, or computed from the answer and the gold aliases), and calls the pure functions of
+:mod:`.rewards`. Per step it reports the bracket ``λ·(base + shape)`` and the per-token return
+``r_EM + λ·bracket`` on the step's token span: the dense values the trainer spreads over those tokens (§3.4).
+
+A step the checker could not label (judge failure) carries no reward terms and is skipped for shaping; the
+preceding label then stays the previous one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evigraph.agents.stepgap.labels import GAP_LABELS
+from evigraph.agents.stepgap.rewards import Preset, RewardStep, em_reward, score_trace
+from evigraph.rewards import Rewards, StepRewards
+from evigraph.trajectory import RewardComponent, Trajectory
+
+__all__ = ("REWARD", "RewardGold", "StepGapReward", "StepGapRewardOptions", "reward_steps")
+
+
+class StepGapRewardOptions(BaseModel):
+    """Parameters of the StepGap reward (flags of ``evigraph reward stepgap``; the training config's section)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    preset: Preset = "typed_shape"
+    """Reward configuration: search_only, binary_gap, untyped_dense, typed_base or typed_shape (§5)."""
+    lam: float = Field(1.0, ge=0.0)
+    """λ, the weight of the step terms (§3.3)."""
+
+
+class RewardGold(BaseModel):
+    """What the reward needs of the gold: ``em`` (0/1) when known, else the answer aliases to compute it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    em: int | None = Field(None, ge=0, le=1)
+    golds: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _scorable(self) -> RewardGold:
+        if self.em is None and not self.golds:
+            raise ValueError("the gold needs 'em' (0 or 1) or 'golds' (answer aliases)")
+        return self
+
+
+def reward_steps(trajectory: Trajectory) -> tuple[list[RewardStep], list[int]]:
+    """The labelled steps of a trajectory as the reward reads them, and their indices in ``trajectory.steps``."""
+    steps: list[RewardStep] = []
+    indices: list[int] = []
+    for i, step in enumerate(trajectory.steps):
+        label = step.payload.get("label")
+        if label not in GAP_LABELS:
+            continue
+        steps.append(
+            RewardStep(
+                kind="answer" if step.kind == "answer" else "search",
+                text=str(step.payload.get("reasoning", step.text)),
+                query=step.payload.get("query"),
+                label=label,
+            )
+        )
+        indices.append(i)
+    return steps, indices
+
+
+class StepGapReward:
+    """``R = r_EM + λ·Σ_i [r_base(τ_i) + r_shape(τ_{i−1}, s_i)]`` with the dense per-step values."""
+
+    __name__ = "stepgap_return"
+    scalar = "return"
+    gold_schema: ClassVar[type[BaseModel]] = RewardGold
+    options: ClassVar[type[BaseModel]] = StepGapRewardOptions
+
+    def __init__(self, options: StepGapRewardOptions | None = None) -> None:
+        self.settings = options or StepGapRewardOptions()
+
+    def configure(self, options: BaseModel) -> StepGapReward:
+        return StepGapReward(StepGapRewardOptions.model_validate(options.model_dump()))
+
+    def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
+        gold = gold if isinstance(gold, RewardGold) else RewardGold.model_validate(gold)
+        answer = (trajectory.output or {}).get("answer")
+        em = gold.em if gold.em is not None else em_reward(answer, gold.golds)
+        steps, indices = reward_steps(trajectory)
+        spans = [trajectory.steps[i].token_span for i in indices]
+        scored = score_trace(em, steps, preset=self.settings.preset, lam=self.settings.lam)
+        lam = self.settings.lam
+        per_step = tuple(
+            StepRewards(
+                index=i,
+                token_span=span,
+                values={"base": s.base, "shape": s.shape, "bracket": lam * s.bracket, "dense": em + lam * s.bracket},
+            )
+            for i, span, s in zip(indices, spans, scored.steps, strict=True)
+        )
+        components = (
+            RewardComponent(type="return", value=scored.total),
+            RewardComponent(type="em", value=float(em)),
+            RewardComponent(type="base", value=sum(s.base for s in scored.steps)),
+            RewardComponent(type="shape", value=sum(s.shape for s in scored.steps)),
+        )
+        return Rewards(components=components, scalar="return", steps=per_step)
+
+
+REWARD = StepGapReward()

@@ -1,0 +1,65 @@
+"""Building blocks of turn grammars for weak models (inference only): sentence and word patterns that keep a
+small model's blocks closed and its queries on the subject.
+
+A guide changes the sampling distribution, so agents use these only in weak-model mode, never for RL rollouts
+or scoring. Bodies are printable ASCII without ``<``/``>`` (no tags inside), because lm-format-enforcer cannot
+track partial multi-byte characters. Queries are built from the subject's own words (a claim, a question): a
+small model otherwise copies the prompt's instructions into its queries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from importlib.resources import files
+
+__all__ = ("TEXT", "block", "body_regex", "sentence_regex", "subject_words", "words_regex")
+
+_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
+_FUNCTION_WORDS = frozenset(
+    line
+    for line in (files("evigraph.protocol") / "function_words.txt").read_text().split("\n")
+    if line and line[0] != "#"
+)
+"""Words that never make a query on their own (the grammar starts every query with another word)."""
+
+TEXT = "[ -;=?-~]"
+"""Printable ASCII but ``<`` and ``>``: no tags inside a block, and no partial multi-byte characters, which
+lm-format-enforcer cannot track (a random or weak model then escapes the guide)."""
+
+_SENTENCE = r"[A-Za-z0-9][ -\-/-;=?-~]{more}\."
+
+
+def block(tag: str, body: str) -> str:
+    """``<tag>body</tag>`` as a regex (``body`` is already a regex)."""
+    return f"<{tag}>{body}</{tag}>"
+
+
+def body_regex(max_chars: int | None) -> str:
+    """A free block body; ``None`` (unbounded) keeps lm-format-enforcer's per-state cache warm (~5x faster per
+    token) but leaves closing the block to the model."""
+    return f"{TEXT}+" if max_chars is None else f"{TEXT}{{1,{max_chars}}}"
+
+
+def sentence_regex(max_chars: int | None) -> str:
+    """One sentence: printable ASCII without ``<``, ``>`` or a period inside, ending with a period."""
+    return _SENTENCE.format(more="*" if max_chars is None else f"{{0,{max(0, max_chars - 2)}}}")
+
+
+def subject_words(subject: str) -> tuple[list[str], list[str]]:
+    """The subject's ASCII words in first-seen order: ``(content words, all words)``.
+
+    Example:
+        >>> content, words = subject_words("Hog Island Light was first lit in 1853.")
+        >>> content, [w for w in words if w not in content]
+        (['Hog', 'Island', 'Light', 'first', 'lit', '1853'], ['was', 'in'])
+    """
+    words = list(dict.fromkeys(w.rstrip(".") for w in _WORD.findall(subject) if w.isascii()))
+    return [w for w in words if w.lower() not in _FUNCTION_WORDS], words
+
+
+def words_regex(content: Sequence[str], others: Sequence[str], most: int) -> str:
+    """A content word, then up to ``most - 1`` more words, single-spaced."""
+    first = "(?:" + "|".join(re.escape(w) for w in content) + ")"
+    any_word = "(?:" + "|".join(re.escape(w) for w in dict.fromkeys([*content, *others])) + ")"
+    return f"{first}(?: {any_word}){{0,{most - 1}}}"

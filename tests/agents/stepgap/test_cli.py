@@ -1,0 +1,141 @@
+"""`evigraph check|score|reward stepgap` end to end (subprocesses, scripted judge, the README's record formats)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.stepgap.doubles import judgement
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "evigraph.cli.app", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+TRACE = {
+    "question": "Who directed Whiplash?",
+    "steps": [
+        {
+            "reasoning": "Whiplash was directed by Damien Chazelle.",
+            "query": "Whiplash director",
+            "evidence": [
+                {"id": "w", "title": "Whiplash", "text": "Whiplash is a 2014 film directed by Damien Chazelle."}
+            ],
+        },
+        {"reasoning": "So the director is Chazelle.", "answer": "Damien Chazelle"},
+    ],
+}
+
+
+def test_check_prints_labels_paths_and_names_the_fallback_nli(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps(TRACE), encoding="utf-8")
+    replies = tmp_path / "judge.json"
+    quote = "a 2014 film directed by Damien Chazelle"
+    replies.write_text(json.dumps([judgement(found=True, quote=quote), judgement(match=False)]), encoding="utf-8")
+    done = _cli("check", str(trace), "--model", f"scripted:{replies}", "--json")
+    assert done.returncode == 0, done.stderr
+    checks = json.loads(done.stdout)
+    # Step 1: quote → D; the scripted judge scores all three label words alike → NEUTRAL → MB. Step 2: IE.
+    assert [c["label"] for c in checks["steps"]] == ["MB", "IE"]
+    assert checks["steps"][0]["pipeline_path"].endswith("stageC:quote_found, stageD:neutral")
+    assert checks["nli"].startswith("generator:")  # which NLI ran is always named
+    replies.write_text(json.dumps([judgement(), judgement()]), encoding="utf-8")
+    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    assert done.returncode == 0, done.stderr
+    assert "step 1 (inference): no-gap -> none" in done.stdout
+
+
+def test_check_exits_non_zero_when_the_judge_fails_and_names_a_bad_trace_file(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps(TRACE), encoding="utf-8")
+    replies = tmp_path / "judge.json"
+    replies.write_text(json.dumps(["no json"] * 4), encoding="utf-8")
+    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    assert done.returncode == 1 and "could not be checked" in done.stderr
+    trace.write_text(json.dumps({"question": "Q?", "steps": []}), encoding="utf-8")
+    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    assert done.returncode != 0 and "trace.json" in done.stderr and "steps" in done.stderr
+
+
+def test_score_prints_the_documented_keys(tmp_path: Path) -> None:
+    gold = _jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"id": "q1", "answer_correct": False, "steps": [{"label": "IE"}, {"label": "MB"}]},
+            {"id": "q2", "answer_correct": True, "steps": [{"label": "no-gap"}, {"label": "no-gap"}]},
+            {"id": "q3", "answer_correct": False, "steps": [{"label": "CC"}, {"label": "no-gap"}]},
+        ],
+    )
+    pred = _jsonl(
+        tmp_path / "pred.jsonl",
+        [
+            {"id": "q1", "steps": [{"label": "IE"}, {"label": "no-gap"}]},
+            {"id": "q2", "steps": [{"label": "no-gap"}, {"label": "MB"}]},
+            {"id": "q3", "steps": [{"label": "CC"}, {"label": "no-gap"}]},
+        ],
+    )
+    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold), "--resamples", "50")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # Steps: TP 2 (q1 s1, q3 s1), FN 1 (q1 s2), FP 1 (q2 s2), TN 2 → P 2/3, R 2/3.
+    assert report["step"]["precision"] == pytest.approx(2 / 3) and report["step"]["recall"] == pytest.approx(2 / 3)
+    for key in ("f1", "balanced_accuracy", "kappa", "ci"):
+        assert key in report["step"]
+    assert set(report["step"]["ci"]) >= {"precision", "recall", "f1"}
+    # Questions: wrong q1, q3 both flagged (TP 2), correct q2 flagged (FP 1) → Q-F1 = 4/5.
+    assert report["question"]["f1"] == pytest.approx(0.8)
+    assert set(report["typed_f1"]) >= {"CC", "IE", "MB"}
+    assert set(report["distribution"]) == {"no-gap", "CC", "IE", "MB"}
+    assert report["first_gap"]["IE"] == pytest.approx(0.5) and report["first_gap"]["CC"] == pytest.approx(0.5)
+
+
+def test_score_refuses_a_step_count_mismatch_and_a_bad_label_with_file_and_line(tmp_path: Path) -> None:
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "q1", "answer_correct": False, "steps": [{"label": "IE"}]}])
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "IE"}, {"label": "MB"}]}])
+    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
+    assert done.returncode != 0 and "'q1'" in done.stderr and "2 steps" in done.stderr
+    _jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "GAP"}]}])
+    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
+    assert done.returncode != 0 and "pred.jsonl:1" in done.stderr and "label" in done.stderr
+
+
+def test_reward_emits_the_return_and_per_step_terms_for_each_preset(tmp_path: Path) -> None:
+    # G-2 of spec §3.3: S(IE, "Whiplash director"), S(no-gap, "Damien Chazelle films 2017"), A(MB); EM 0.
+    trace = {
+        "id": "g2",
+        "em": 0,
+        "steps": [
+            {"kind": "search", "text": "Find the director.", "query": "Whiplash director", "label": "IE"},
+            {"kind": "search", "text": "Look at his films.", "query": "Damien Chazelle films 2017", "label": "no-gap"},
+            {"kind": "answer", "text": "It is La La Land.", "query": None, "label": "MB"},
+        ],
+    }
+    data = _jsonl(tmp_path / "traces.jsonl", [trace])
+    done = _cli("reward", "stepgap", "--input", str(data))
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout)
+    assert line["id"] == "g2" and line["return"] == pytest.approx(0.15)
+    terms = [v for s in line["steps"] for v in (s["base"], s["shape"])]
+    assert terms == pytest.approx([-0.10, 0.0, 0.20, 0.10, -0.05, 0.0])
+    for preset, lam, expected in (("binary_gap", 1.0, 0.20), ("untyped_dense", 1.0, 0.0), ("typed_shape", 2.0, 0.30)):
+        done = _cli("reward", "stepgap", "--input", str(data), "--preset", preset, "--lam", str(lam))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["return"] == pytest.approx(expected), preset
+    _jsonl(tmp_path / "traces.jsonl", [{**trace, "em": 3}])
+    done = _cli("reward", "stepgap", "--input", str(data))
+    assert done.returncode != 0 and "traces.jsonl:1" in done.stderr

@@ -1,0 +1,80 @@
+"""The StepGap rollout graph: a scripted Search-R1 policy, a scripted judge and a rule NLI; labels land on the
+trajectory's steps next to exact token spans, and runs given gold carry the typed process reward (§3)."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from typing import Any
+
+import pytest
+
+from evigraph.agents.stepgap.scoring import REWARD, StepGapRewardOptions
+from evigraph.generators.scripted import ScriptedGenerator
+from evigraph.graphs.context import RunContext
+from evigraph.graphs.stepgap import build_stepgap_graph
+from tests.agents.stepgap.doubles import ENTAIL, FakeNLI, judge_by_step, judgement
+from tests.graphs.test_search_r1 import QUESTION, TURNS, DictSearch
+
+QUOTE_2 = "Chazelle was born in Providence, Rhode Island."
+JUDGE = {
+    "director of Whiplash": judgement(match=False),  # step 1: IE
+    "Whiplash was directed": judgement(found=True, quote=QUOTE_2),  # step 2: quote → D (NEUTRAL → MB)
+    "born in Providence": judgement(),  # conclusion without quote → E
+}
+
+
+def run(policy: Any, nli: FakeNLI, **inputs: Any) -> dict[str, Any]:
+    graph = build_stepgap_graph(policy, search=DictSearch(), nli=nli, judge=judge_by_step(JUDGE))
+    return asyncio.run(graph.ainvoke({"question": QUESTION, **inputs}))
+
+
+def test_every_step_gets_its_label_path_and_repair_action() -> None:
+    result = run(ScriptedGenerator(TURNS), FakeNLI())
+    output = result["output"]
+    assert output.labels == ["IE", "MB", "IE"]  # step 3: no entailing premise among step 2's quote and passage
+    payloads = [s.payload for s in result["trajectory"].steps]
+    assert [p["repair"] for p in payloads] == ["re-search", "bridging-search", "re-search"]
+    assert payloads[1]["pipeline_path"].endswith("stageC:quote_found, stageD:neutral")
+    assert output.checks.nli == "fake-nli" and "scripted" in output.checks.judge
+
+
+def test_stage_e_reads_the_earlier_entity_matched_evidence() -> None:
+    nli = FakeNLI({"Rhode Island": ENTAIL})
+    result = run(ScriptedGenerator(TURNS), nli)
+    assert result["output"].labels == ["IE", "no-gap", "no-gap"]
+    conclusion = "Chazelle was born in Providence."
+    assert ("Chazelle was born in Providence, Rhode Island.", conclusion) in nli.pairs
+
+
+def test_runs_given_gold_carry_the_typed_return_and_dense_step_values() -> None:
+    result = run(ScriptedGenerator(TURNS), FakeNLI(), golds=["Providence"], gold={"golds": ["Providence"]})
+    trajectory = result["trajectory"]
+    # IE, MB (new query after IE: +0.10), IE answer after MB (−0.15): 1 + (−0.10) + (−0.05 + 0.10) + (−0.10 − 0.15)
+    assert trajectory.reward_scalar == "return"
+    assert {c.type: c.value for c in trajectory.rewards}["return"] == pytest.approx(0.70)
+    dense = [{c.type: c.value for c in s.rewards}["dense"] for s in trajectory.steps]
+    assert dense == pytest.approx([0.90, 1.05, 0.75])
+
+
+def test_strict_token_run_keeps_exact_spans_for_the_trainer(qwen2_style_tokenizer: Any) -> None:
+    policy = ScriptedGenerator(TURNS, tokenizer=qwen2_style_tokenizer)
+    graph = build_stepgap_graph(None, search=DictSearch(), nli=FakeNLI(), judge=judge_by_step(JUDGE))
+    result = asyncio.run(
+        graph.ainvoke(
+            {"question": QUESTION, "gold": {"em": 1}}, context=RunContext(generator=policy, strict_tokens=True)
+        )
+    )
+    trajectory = result["trajectory"]
+    ids = [t for s in trajectory.segments for t in (s.token_ids or [])]
+    for step, check in zip(trajectory.steps, result["output"].checks.steps, strict=True):
+        start, end = step.token_span
+        assert ids[start:end] == trajectory.segments[step.segment_index].token_ids
+        assert check.token_span == step.token_span
+    assert trajectory.rewards and trajectory.reward_scalar == "return"
+
+
+def test_reward_options_and_pickling() -> None:
+    reward = REWARD.configure(StepGapRewardOptions(preset="binary_gap", lam=2.0))
+    clone = pickle.loads(pickle.dumps(reward))
+    assert clone.settings == reward.settings and clone.scalar == "return"
