@@ -43,6 +43,8 @@ __all__ = (
     "LoopPolicy",
     "Opening",
     "Progress",
+    "Review",
+    "Reviewer",
     "Turn",
     "build_search_loop",
 )
@@ -96,6 +98,10 @@ class Progress:
     """The routing decision for the newest policy turn."""
     n_tokens: int = 0
     """Tokens in the sequence so far; counted only while a whole-sequence budget applies."""
+    reviews: tuple[Any, ...] = ()
+    """What a reviewer recorded per reviewed step (StepGap's repair loop: its checks), in step order."""
+    repairs: int = 0
+    """How many review notes steered the run."""
     error: TrajectoryError | None = None
     started_at: float = 0.0
     generate_s: float = 0.0
@@ -171,6 +177,23 @@ class LoopPolicy(Protocol):
     def metadata(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A reviewer's verdict on the newest step: what to record, and the note that steers the next turn."""
+
+    records: tuple[Any, ...]
+    """What to keep for the steps just reviewed (appended to ``Progress.reviews``)."""
+    note: str | None = None
+    """An environment note for the policy (``None``: carry on)."""
+
+
+class Reviewer(Protocol):
+    """Checks each completed step while the run goes (after its search, or its answer) and may steer the next
+    turn with a note; an answer that gets a note is reopened while turns remain."""
+
+    async def review(self, run: Progress, state: Mapping[str, Any], scope: RunScope) -> Review: ...
+
+
 class _ProgressOnly(TypedDict):
     """What the per-turn nodes read: a narrower input is less for LangGraph to assemble on every step."""
 
@@ -189,8 +212,9 @@ class _Nodes:
         generator: Generator | None,
         search: SearchTool | None,
         sampling: SamplingParams | None,
+        reviewer: Reviewer | None = None,
     ) -> None:
-        self.policy, self.generator, self.search = policy, generator, search
+        self.policy, self.generator, self.search, self.reviewer = policy, generator, search, reviewer
         limits = policy.limits
         self.limits = limits
         # Temperature, top-p and seed come from the caller; the stops and the per-turn cap are the protocol's.
@@ -355,6 +379,33 @@ class _Nodes:
         )
         return {"progress": replace(run, transcript=(*run.transcript, segment), n_tokens=n_tokens)}
 
+    async def review(self, state: Mapping[str, Any], runtime: Context) -> dict[str, Any]:
+        run: Progress = state["progress"]
+        if run.error is not None or self.reviewer is None:
+            return {}
+        scope = self.scope(runtime)
+        verdict = await self.reviewer.review(run, state, scope)
+        run = replace(run, reviews=(*run.reviews, *verdict.records))
+        answered = run.action is not None and run.action.finishes
+        turns_left = run.n_turns < self.limits.turns
+        if verdict.note is None or not turns_left:
+            return {"progress": run}
+        last = run.n_turns + 1 >= self.limits.turns
+        suffix = f" {self.policy.answer_now_note()}" if last else ""
+        note = f"{verdict.note}{suffix}\n"
+        previous = run.transcript[-1]
+        if previous.origin == "environment":  # after a search: the note joins its information turn
+            merged = Segment(origin="environment", text=f"{previous.text}{note}")
+            extra = scope.count(Segment(origin="environment", text=note), previous) if scope.limit is not None else 0
+            transcript, n_tokens = (*run.transcript[:-1], merged), run.n_tokens + extra
+        else:  # after an answer: a new environment turn
+            segment, n_tokens = self._environment(run, scope, lambda _last: f"\n{note}", last)
+            transcript = (*run.transcript, segment)
+        update = {"transcript": transcript, "n_tokens": n_tokens, "repairs": run.repairs + 1}
+        if answered:  # the answer is reopened: the next turn may search again or answer anew
+            update["action"] = None
+        return {"progress": replace(run, **update)}
+
     async def finish(self, state: Mapping[str, Any], runtime: Context) -> dict[str, Any]:
         run = state["progress"]
         scope = self.scope(runtime)
@@ -382,12 +433,20 @@ class _Nodes:
         return {"output": output, "trajectory": trajectory}
 
     # -- routing (async like the nodes: LangGraph runs sync callables of an async graph in a thread pool) --
-    @staticmethod
-    async def after_generate(state: _ProgressOnly) -> str:
+    async def after_generate(self, state: _ProgressOnly) -> str:
         run = state["progress"]
-        if run.error is not None or run.action is None or run.action.finishes:
+        if run.error is not None or run.action is None:
             return "finish"
+        if run.action.finishes:
+            return "review" if self.reviewer is not None and run.action.kind == "answer" else "finish"
         return "retrieve" if run.action.kind == "search" else "note"
+
+    @staticmethod
+    async def after_review(state: _ProgressOnly) -> str:
+        run = state["progress"]
+        if run.error is not None or (run.action is not None and run.action.finishes):
+            return "finish"
+        return "generate"
 
 
 def turn_steps(run: Progress) -> list[Step]:
@@ -405,11 +464,14 @@ def build_search_loop(
     output_schema: type,
     name: str,
     sampling: SamplingParams | None = None,
+    reviewer: Reviewer | None = None,
 ) -> Any:
     """Compile the loop for ``policy``: ``start → generate → (retrieve | note → generate)* → finish``, or
-    ``start → generate → finish`` when the policy does not search. The state schema must hold the input keys,
-    ``progress``, ``output`` and ``trajectory`` (and ``id`` / ``gold`` when runs pass them)."""
-    nodes = _Nodes(policy, generator, search, sampling)
+    ``start → generate → finish`` when the policy does not search. With a ``reviewer``, every search and every
+    answer passes through ``review`` (``retrieve → review → generate``, ``generate → review → finish`` or back to
+    ``generate`` when the answer is reopened). The state schema must hold the input keys, ``progress``,
+    ``output`` and ``trajectory`` (and ``id`` / ``gold`` when runs pass them)."""
+    nodes = _Nodes(policy, generator, search, sampling, reviewer)
     graph = StateGraph(state_schema, context_schema=RunContext, input_schema=input_schema, output_schema=output_schema)
     graph.add_node("start", nodes.start)
     graph.add_node("generate", nodes.generate, input_schema=_ProgressOnly)
@@ -421,8 +483,14 @@ def build_search_loop(
     else:
         graph.add_node("retrieve", nodes.retrieve, input_schema=_ProgressOnly)
         graph.add_node("note", nodes.note, input_schema=_ProgressOnly)
-        graph.add_conditional_edges("generate", nodes.after_generate, ["retrieve", "note", "finish"])
-        graph.add_edge("retrieve", "generate")
         graph.add_edge("note", "generate")
+        if reviewer is None:
+            graph.add_conditional_edges("generate", nodes.after_generate, ["retrieve", "note", "finish"])
+            graph.add_edge("retrieve", "generate")
+        else:
+            graph.add_node("review", nodes.review)
+            graph.add_conditional_edges("generate", nodes.after_generate, ["retrieve", "note", "review", "finish"])
+            graph.add_edge("retrieve", "review")
+            graph.add_conditional_edges("review", nodes.after_review, ["generate", "finish"])
     graph.add_edge("finish", END)
     return graph.compile(name=name)

@@ -63,6 +63,7 @@ from evigraph.agents.stepgap.variants import (
     threshold_label,
     variant_name,
 )
+from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.context import RunContext, RunScope
@@ -88,6 +89,8 @@ class StepProgress:
     entity_matched: bool = False
     nli_engine: str | None = None
     error: str | None = None
+    reused: StepCheck | None = None
+    """A check given in the input (an earlier run's): kept as it is, read only as a prior step."""
 
     def decided(self, decision: StageDecision, after: Next) -> StepProgress:
         return replace(self, decisions=(*self.decisions, decision), pending=after)
@@ -163,6 +166,10 @@ class _Nodes:
         progress = tuple(StepProgress(index=i, claim=step_claim(s, trace.question)) for i, s in enumerate(trace.steps))
         if self.config.pipeline == "nli-only":  # no LLM stage: every step goes straight to one NLI call
             progress = tuple(_nli_only_start(trace, step) for step in progress)
+        checked = list(state.get("checked") or [])
+        if len(checked) > len(progress):
+            raise ConfigError(f"{len(checked)} earlier checks for a trace of {len(progress)} steps")
+        progress = tuple(_reused(check) for check in checked) + progress[len(checked) :]
         return {"trace": trace, "progress": progress, "started_at": time.time()}
 
     async def judge(self, state: CheckerState, runtime: Context) -> dict[str, Any]:
@@ -173,22 +180,27 @@ class _Nodes:
         params = scope.params(self.params)
         started = time.perf_counter()
         views = _views(state["trace"], self.config)
-        outcomes = await asyncio.gather(
+        waiting = [step.index for step in state["progress"] if step.pending == "A"]  # not reused, not failed
+        judged = await asyncio.gather(
             *(
                 judge_step(
                     scope.generator,
-                    view,
+                    views[i],
                     params,
                     mode=self.config.judge_mode,
                     disabled=tuple(disabled),
                     max_chars=self.config.max_evidence_chars,
                 )
-                for view in views
+                for i in waiting
             )
         )
+        outcomes = dict(zip(waiting, judged, strict=True))
         progress = []
-        for step, outcome in zip(state["progress"], outcomes, strict=True):
-            if outcome.failure is not None:
+        for step in state["progress"]:
+            outcome = outcomes.get(step.index)
+            if outcome is None:
+                progress.append(step)
+            elif outcome.failure is not None:
                 failure = outcome.failure
                 error = f"judge failed at stage {failure.stage} ({failure.kind}): {failure.message}"
                 progress.append(replace(step, outcome=outcome, pending="emit", error=error))
@@ -379,7 +391,24 @@ def _nli_only_start(trace: Trace, step: StepProgress) -> StepProgress:
     return step.decided(unchecked, "emit") if unchecked is not None else replace(step, pending="D")
 
 
+def _reused(check: StepCheck) -> StepProgress:
+    """An earlier check as a finished step: its stage C decision and quote are what later steps' E reads."""
+    matched = any(d.stage == "C" and d.decision != "entity_mismatch" for d in check.stages)
+    return StepProgress(
+        index=check.index,
+        claim=check.claim,
+        pending="emit",
+        decisions=tuple(check.stages),
+        quote=check.quote,
+        entity_matched=matched,
+        nli_engine=check.nli_engine,
+        reused=check,
+    )
+
+
 def _check(trace: Trace, step: StepProgress, config: StepGapConfig) -> StepCheck:
+    if step.reused is not None:
+        return step.reused
     kind = trace.steps[step.index].kind
     if step.error is not None:
         return StepCheck(

@@ -23,7 +23,7 @@ from evigraph.rewards import AgentReward, Rewards
 from evigraph.trajectory import Evidence, Segment, Trajectory
 from tests.plugins import install_plugin_agent
 
-BUILT_IN = {"veri-r1"}
+BUILT_IN = {"veri-r1", "stepgap"}
 
 
 class EmptySearch:
@@ -34,7 +34,7 @@ class EmptySearch:
         return [[] for _ in queries]
 
 
-RESOURCES: dict[str, Any] = {"search": EmptySearch()}
+RESOURCES: dict[str, Any] = {"search": EmptySearch(), "nli": None}
 
 
 @pytest.fixture
@@ -83,7 +83,11 @@ def test_every_reward_follows_the_one_signature_and_pickles(agents: dict[str, Lo
 
 
 def _any_gold(schema: type) -> Any:
-    samples = {"veri-r1": {"label": "SUPPORTS", "evidence": ["A_sentence_0"]}, "passage-check": {"supported": True}}
+    samples = {
+        "veri-r1": {"label": "SUPPORTS", "evidence": ["A_sentence_0"]},
+        "passage-check": {"supported": True},
+        "stepgap": {"golds": ["Paris"]},
+    }
     for sample in samples.values():
         try:
             return schema.model_validate(sample)

@@ -49,7 +49,7 @@ class StepGapEvalOptions(BaseModel):
 
     resamples: int = Field(2000, ge=0)
     """Bootstrap resamples for the 95% intervals (§4)."""
-    seed: int = 0
+    bootstrap_seed: int = 0
     """Bootstrap seed (same seed, same intervals)."""
 
 
@@ -176,7 +176,7 @@ class StepGapEvaluation(BaseEvaluation):
             questions.append(
                 LabeledQuestion(id=gold.id, gold=tuple(gold_labels), pred=tuple(labels), answer_correct=answer_correct)  # type: ignore[arg-type]
             )
-        report = checker_report(questions, resamples=options.resamples, seed=options.seed)
+        report = checker_report(questions, resamples=options.resamples, seed=options.bootstrap_seed)
         dump = report.model_dump(mode="json")
         keep = ("step", "question", "typed_f1", "gold_distribution", "first_gap", "distribution", "degenerate")
         return {key: dump[key] for key in keep}

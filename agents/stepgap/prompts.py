@@ -9,13 +9,13 @@ inside one JSON object, where no quote mark, brace or tag in it can end a string
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evigraph.agents.stepgap.labels import Stage, StepKind
 from evigraph.trajectory import Evidence
 
-__all__ = ("judge_prompt", "render_context", "stage_prompt")
+__all__ = ("judge_prompt", "render_context", "repair_note", "stage_prompt")
 
 _PREAMBLE = (
     "You review one step of a question-answering trace in which a model reasons, searches and answers. Decide, "
@@ -137,3 +137,28 @@ def stage_prompt(
         section = _QUOTE
         context = render_context(step=step, evidence=evidence, max_chars=max_chars)
     return "\n\n".join((_PREAMBLE, section, context, "Reply with the JSON object for this section only."))
+
+
+_REPAIR = {
+    "CC": (
+        "A check of your last step found that it conflicts with the evidence, or aims at the wrong entity or "
+        "relation. Begin your next reasoning with \"Actually,\", say what was wrong, and correct it before going on."
+    ),
+    "IE": (
+        "A check of your last step found that the passages are about a different entity than the one you need. "
+        "Search again with a reformulated query that names the entity you need."
+    ),
+    "MB": (
+        "A check of your last step found that the passages are about the right entity but do not establish: "
+        "\"{claim}\". Search for the missing link before you answer."
+    ),
+}
+
+
+def repair_note(label: str, claim: str, escape: Callable[[str], str]) -> str | None:
+    """The repair loop's note for a gap (CC → retract, IE → re-search, MB → bridging search); ``None`` for no-gap.
+    ``escape`` neutralises protocol tags in the quoted claim (it is model text)."""
+    template = _REPAIR.get(label)
+    if template is None:
+        return None
+    return template.format(claim=escape(" ".join(claim.split())[:200]))

@@ -271,6 +271,8 @@ class StepGapOutput(BaseModel):
     format_ok: bool
     trace: Trace
     checks: TraceCheck
+    repairs: int = 0
+    """Repair notes the checker sent (repair loop only)."""
 
     @property
     def labels(self) -> list[GapLabel | None]:
@@ -282,6 +284,9 @@ class CheckerInputs(TypedDict, total=False):
     """What the checker graph takes: a trace (or its dict form)."""
 
     trace: Trace | dict[str, Any]
+    checked: list[StepCheck]
+    """Checks of the trace's first steps from an earlier call (kept, not re-judged): a repair loop checks each
+    new step once."""
 
 
 class CheckerResult(TypedDict):
