@@ -30,7 +30,7 @@ from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
 from evigraph.graphs.assembly import assemble_trajectory
 from evigraph.graphs.context import RunContext, RunScope
-from evigraph.protocol.actions import ActionKind, TurnAction, normalize_query
+from evigraph.protocol.actions import TurnAction, normalize_query
 from evigraph.rewards import AgentReward
 from evigraph.text_budget import truncate_to_tokens
 from evigraph.tokens import plan_turn
@@ -41,6 +41,7 @@ __all__ = (
     "ENVIRONMENT_OVERHEAD_TOKENS",
     "LoopLimits",
     "LoopPolicy",
+    "LoopTexts",
     "Opening",
     "Progress",
     "Review",
@@ -134,6 +135,22 @@ class Opening:
     seen_ids: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LoopTexts:
+    """The words of the environment turns: the agent's own prompt functions."""
+
+    render_hits: Callable[[Sequence[Evidence]], str]
+    """Hits → the text of an information block (escaped)."""
+    information: Callable[[str, Sequence[str]], str]
+    """(rendered hits, notes) → the environment turn after a search."""
+    duplicate_note: Callable[[int], str]
+    """The note for a query that repeats search ``n``."""
+    answer_now_note: Callable[[], str]
+    """The note that the next turn must answer."""
+    correction: Callable[..., str]
+    """``correction(kind, last_turn=...)``: the reply to a turn that ran no search."""
+
+
 class LoopPolicy(Protocol):
     """What an agent tells the loop (see the module docstring). Implementations live next to the agent's graph;
     every method is a thin call of the agent's own prompt and parsing functions."""
@@ -145,6 +162,7 @@ class LoopPolicy(Protocol):
     reward: AgentReward | None
     searches: bool
     """Whether the loop has a search tool (``False``: one answer turn over given entries)."""
+    texts: LoopTexts
 
     def opening(self, state: Mapping[str, Any], *, guided: bool) -> Opening: ...
 
@@ -153,18 +171,6 @@ class LoopPolicy(Protocol):
         ...
 
     def classify(self, text: str, *, n_turns: int, n_search: int, final: bool) -> TurnAction: ...
-
-    def information(self, hits: Sequence[Evidence], entries: str, notes: Sequence[str]) -> str:
-        """The environment turn after a search: ``entries`` (the rendered, truncated hits) and notes."""
-        ...
-
-    def render_hits(self, hits: Sequence[Evidence]) -> str: ...
-
-    def duplicate_note(self, first_search: int) -> str: ...
-
-    def answer_now_note(self) -> str: ...
-
-    def correction(self, kind: ActionKind, *, last_turn: bool) -> str: ...
 
     def conclude(self, run: Progress, state: Mapping[str, Any], scope: RunScope) -> BaseModel: ...
 
@@ -340,17 +346,19 @@ class _Nodes:
             return {"progress": replace(run, error=failure)}
         hits = list(hits)[: limits.top_k]
         tokenizer = scope.chat_format.tokenizer if scope.chat_format is not None else None
-        entries, truncated = truncate_to_tokens(self.policy.render_hits(hits), limits.max_information_tokens, tokenizer)
+        entries, truncated = truncate_to_tokens(
+            self.policy.texts.render_hits(hits), limits.max_information_tokens, tokenizer
+        )
         key = normalize_query(query)
         earlier = [normalize_query(q) for q in run.queries]
         duplicate_of = earlier.index(key) + 1 if key in earlier else None
-        notes = [self.policy.duplicate_note(duplicate_of)] if duplicate_of is not None else []
+        notes = [self.policy.texts.duplicate_note(duplicate_of)] if duplicate_of is not None else []
         n_search = run.n_search + 1
         segment, n_tokens = self._environment(
             run,
             scope,
-            lambda last: self.policy.information(
-                hits, entries, [*notes, self.policy.answer_now_note()] if last else notes
+            lambda last: self.policy.texts.information(
+                entries, [*notes, self.policy.texts.answer_now_note()] if last else notes
             ),
             n_search >= limits.max_searches or run.n_turns + 1 >= limits.turns,
         )
@@ -374,7 +382,7 @@ class _Nodes:
         segment, n_tokens = self._environment(
             run,
             self.scope(runtime),
-            lambda last: f"\n{self.policy.correction(kind, last_turn=last)}\n",
+            lambda last: f"\n{self.policy.texts.correction(kind, last_turn=last)}\n",
             run.n_turns + 1 >= self.limits.turns,
         )
         return {"progress": replace(run, transcript=(*run.transcript, segment), n_tokens=n_tokens)}
@@ -391,7 +399,7 @@ class _Nodes:
         if verdict.note is None or not turns_left:
             return {"progress": run}
         last = run.n_turns + 1 >= self.limits.turns
-        suffix = f" {self.policy.answer_now_note()}" if last else ""
+        suffix = f" {self.policy.texts.answer_now_note()}" if last else ""
         note = f"{verdict.note}{suffix}\n"
         previous = run.transcript[-1]
         if previous.origin == "environment":  # after a search: the note joins its information turn

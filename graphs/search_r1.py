@@ -39,8 +39,8 @@ from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.context import RunScope
-from evigraph.graphs.search_loop import LoopLimits, Opening, Progress, build_search_loop
-from evigraph.protocol.actions import ActionKind, TurnAction, classify_search_turn
+from evigraph.graphs.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop
+from evigraph.protocol.actions import TurnAction, classify_search_turn
 from evigraph.rewards import AgentReward
 from evigraph.tools.search import SearchTool
 from evigraph.trajectory import Evidence, Step, Trajectory
@@ -81,6 +81,14 @@ class SearchR1Policy:
 
     searches = True
 
+    texts = LoopTexts(
+        render_hits=render_passages,
+        information=information_turn,
+        duplicate_note=duplicate_query_note,
+        answer_now_note=answer_now_note,
+        correction=correction_note,
+    )
+
     def __init__(self, config: SearchR1Config, *, agent: str = AGENT_NAME, reward: AgentReward | None = None) -> None:
         self.config, self.agent, self.reward = config, agent, reward
         self.constrained = config.constrained
@@ -113,21 +121,6 @@ class SearchR1Policy:
             max_turns=config.turns,
             final=final,
         )
-
-    def render_hits(self, hits: Sequence[Evidence]) -> str:
-        return render_passages(hits)
-
-    def information(self, hits: Sequence[Evidence], entries: str, notes: Sequence[str]) -> str:
-        return information_turn(entries, notes)
-
-    def duplicate_note(self, first_search: int) -> str:
-        return duplicate_query_note(first_search)
-
-    def answer_now_note(self) -> str:
-        return answer_now_note()
-
-    def correction(self, kind: ActionKind, *, last_turn: bool) -> str:
-        return correction_note(kind, last_turn=last_turn)
 
     def conclude(self, run: Progress, state: Mapping[str, Any], scope: RunScope) -> SearchR1Output:
         steps = run_steps(run)

@@ -18,12 +18,12 @@ concurrent runs; all per-run data lives in the state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
-from evigraph.agents.veri_r1.actions import ActionKind, TurnAction, classify_turn
+from evigraph.agents.veri_r1.actions import TurnAction, classify_turn
 from evigraph.agents.veri_r1.decoding import turn_regex
 from evigraph.agents.veri_r1.prompts import (
     answer_now_note,
@@ -41,7 +41,7 @@ from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.context import RunScope
-from evigraph.graphs.search_loop import LoopLimits, Opening, Progress, build_search_loop, turn_steps
+from evigraph.graphs.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop, turn_steps
 from evigraph.tools.search import SearchTool, render_information
 from evigraph.trajectory import Evidence, Step, Trajectory
 
@@ -68,6 +68,14 @@ class VeriR1Policy:
 
     agent = AGENT_NAME
     reward = FINAL_REWARD
+
+    texts = LoopTexts(
+        render_hits=render_information,
+        information=information_turn,
+        duplicate_note=duplicate_query_note,
+        answer_now_note=answer_now_note,
+        correction=correction_note,
+    )
 
     def __init__(self, config: VeriR1Config) -> None:
         self.config = config
@@ -113,21 +121,6 @@ class VeriR1Policy:
             max_turns=config.turns,
             final=final,
         )
-
-    def render_hits(self, hits: Sequence[Evidence]) -> str:
-        return render_information(hits)
-
-    def information(self, hits: Sequence[Evidence], entries: str, notes: Sequence[str]) -> str:
-        return information_turn(entries, notes)
-
-    def duplicate_note(self, first_search: int) -> str:
-        return duplicate_query_note(first_search)
-
-    def answer_now_note(self) -> str:
-        return answer_now_note()
-
-    def correction(self, kind: ActionKind, *, last_turn: bool) -> str:
-        return correction_note(kind, last_turn=last_turn)
 
     def conclude(self, run: Progress, state: Mapping[str, Any], scope: RunScope) -> BaseModel:
         return conclude(

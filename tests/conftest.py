@@ -7,6 +7,7 @@ in a fraction of a second per call. Tests that need these fixtures skip when ``l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,32 @@ def qwen2_style_tokenizer() -> Any:
     )
     tokenizer.chat_template = QWEN2_CHAT_TEMPLATE
     return tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_lm(qwen2_style_tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A 1-layer random Llama with the Qwen2-style test tokenizer, as a transformers generator."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from evigraph.generators.transformers import TransformersGenerator
+
+    tokenizer = qwen2_style_tokenizer
+    config = transformers.LlamaConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        vocab_size=len(tokenizer),
+        initializer_range=0.3,
+        max_position_embeddings=512,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("tiny-chat-lm")
+    transformers.LlamaForCausalLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    generator = TransformersGenerator(directory, num_threads=1, name="tiny-lm")
+    yield generator
+    generator.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,35 +39,6 @@ async def test_scripted_scores_from_a_function() -> None:
         await short.score_continuations(PROMPT, ["a", "b"])
     with pytest.raises(ConfigError, match="empty"):
         await generator.score_continuations([], ["a"])
-
-
-@pytest.fixture(scope="module")
-def tiny_chat_lm(qwen2_style_tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A 1-layer random Llama with the Qwen2-style test tokenizer, as a transformers generator."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from evigraph.generators.transformers import TransformersGenerator
-
-    tokenizer = qwen2_style_tokenizer
-    config = transformers.LlamaConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        vocab_size=len(tokenizer),
-        initializer_range=0.3,
-        max_position_embeddings=512,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    directory = tmp_path_factory.mktemp("tiny-chat-lm")
-    transformers.LlamaForCausalLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    generator = TransformersGenerator(directory, num_threads=1, name="tiny-lm")
-    yield generator
-    generator.close()
 
 
 async def test_scoring_what_the_model_generated_gives_its_logprobs(tiny_chat_lm: Any) -> None:

@@ -5,7 +5,7 @@ refusals), the generator fallback (scripted and a tiny transformers model) and t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -447,33 +447,6 @@ class _TextOnly(BaseGenerator):
 def test_a_backend_that_cannot_score_is_refused_at_construction() -> None:
     with pytest.raises(ConfigError, match=r"_TextOnly \('chat-api'\) returns logprobs of generated tokens only"):
         GeneratorNLI(_TextOnly())
-
-
-@pytest.fixture(scope="module")
-def tiny_chat_lm(qwen2_style_tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A 1-layer random Llama with the Qwen2-style test tokenizer, as a transformers generator."""
-    from evigraph.generators.transformers import TransformersGenerator
-
-    tokenizer = qwen2_style_tokenizer
-    config = transformers.LlamaConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        vocab_size=len(tokenizer),
-        initializer_range=0.3,
-        max_position_embeddings=512,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    directory = tmp_path_factory.mktemp("tiny-chat-lm")
-    transformers.LlamaForCausalLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    generator = TransformersGenerator(directory, num_threads=1, name="tiny-lm")
-    yield generator
-    generator.close()
 
 
 async def test_transformers_generator_fallback(tiny_chat_lm: Any) -> None:
