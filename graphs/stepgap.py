@@ -92,8 +92,11 @@ def trace_of(run: SearchR1Output, trajectory: Trajectory, *, run_id: str | None,
 
 
 class _Nodes:
-    def __init__(self, rollout: Any, checker: Any, judge: Generator | None, reward: AgentReward) -> None:
-        self.rollout_graph, self.checker_graph, self.judge, self.reward = rollout, checker, judge, reward
+    def __init__(
+        self, rollout: Any, checker: Any, policy: Generator | None, judge: Generator | None, reward: AgentReward
+    ) -> None:
+        self.rollout_graph, self.checker_graph, self.reward = rollout, checker, reward
+        self.policy, self.judge = policy, judge
 
     async def rollout(self, state: StepGapInputs, runtime: Context) -> dict[str, Any]:
         inputs = {key: state[key] for key in ("question", "id", "golds") if key in state}  # type: ignore[literal-required]
@@ -105,7 +108,7 @@ class _Nodes:
         if not run.steps:
             return {}
         trace = trace_of(run, rollout, run_id=state.get("id"), golds=list(state.get("golds") or []))
-        judge = self.judge or RunScope.resolve(runtime, None).generator
+        judge = self.judge or RunScope.resolve(runtime, self.policy).generator
         result = await self.checker_graph.ainvoke({"trace": trace}, context=RunContext(generator=judge))
         return {"checks": result["checks"]}
 
@@ -189,7 +192,7 @@ def build_stepgap_graph(
     config = config or StepGapConfig()
     rollout = build_search_r1_graph(generator, search, search_r1_config(config), sampling=sampling, agent=AGENT_NAME)
     checker = build_checker_graph(None, nli=nli, config=config)
-    nodes = _Nodes(rollout, checker, judge, reward or REWARD)
+    nodes = _Nodes(rollout, checker, generator, judge, reward or REWARD)
     graph = StateGraph(StepGapState, context_schema=RunContext, input_schema=StepGapInputs, output_schema=StepGapResult)
     graph.add_node("rollout", nodes.rollout)
     graph.add_node("check", nodes.check)

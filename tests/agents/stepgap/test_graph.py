@@ -78,3 +78,14 @@ def test_reward_options_and_pickling() -> None:
     reward = REWARD.configure(StepGapRewardOptions(preset="binary_gap", lam=2.0))
     clone = pickle.loads(pickle.dumps(reward))
     assert clone.settings == reward.settings and clone.scalar == "return"
+
+
+def test_without_a_separate_judge_the_policy_judges() -> None:
+    turns = iter(TURNS)
+
+    def reply(transcript: list[Any], params: Any) -> str:
+        return judgement() if "CONTEXT" in transcript[0].text else next(turns)
+
+    graph = build_stepgap_graph(ScriptedGenerator(reply), search=DictSearch(), nli=FakeNLI())
+    output = asyncio.run(graph.ainvoke({"question": QUESTION}))["output"]
+    assert output.labels == ["no-gap", "no-gap", "IE"] and output.checks.judge.startswith("scripted")
