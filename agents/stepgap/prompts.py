@@ -142,7 +142,7 @@ def stage_prompt(
 _REPAIR = {
     "CC": (
         "A check of your last step found that it conflicts with the evidence, or aims at the wrong entity or "
-        "relation. Begin your next reasoning with \"Actually,\", say what was wrong, and correct it before going on."
+        'relation. Begin your next reasoning with "Actually,", say what was wrong, and correct it before going on.'
     ),
     "IE": (
         "A check of your last step found that the passages are about a different entity than the one you need. "
@@ -150,7 +150,7 @@ _REPAIR = {
     ),
     "MB": (
         "A check of your last step found that the passages are about the right entity but do not establish: "
-        "\"{claim}\". Search for the missing link before you answer."
+        '"{claim}". Search for the missing link before you answer.'
     ),
 }
 

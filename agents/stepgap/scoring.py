@@ -22,7 +22,11 @@ from evigraph.agents.stepgap.rewards import Preset, RewardStep, em_reward, score
 from evigraph.rewards import Rewards, StepRewards
 from evigraph.trajectory import RewardComponent, Trajectory
 
-__all__ = ("REWARD", "RewardGold", "StepGapReward", "StepGapRewardOptions", "reward_steps")
+__all__ = ("REWARD", "TYPED_PRESETS", "RewardGold", "StepGapReward", "StepGapRewardOptions", "reward_steps")
+
+
+TYPED_PRESETS = frozenset({"typed_base", "typed_shape"})
+"""Presets that read the gap type, which binary checkers (nli-only) do not give (§5)."""
 
 
 class StepGapRewardOptions(BaseModel):
@@ -89,6 +93,12 @@ class StepGapReward:
         gold = gold if isinstance(gold, RewardGold) else RewardGold.model_validate(gold)
         answer = (trajectory.output or {}).get("answer")
         em = gold.em if gold.em is not None else em_reward(answer, gold.golds)
+        checks = (trajectory.output or {}).get("checks") or {}
+        if checks.get("binary") and self.settings.preset in TYPED_PRESETS:
+            raise ValueError(
+                f"the {checks.get('variant', 'binary')} checker only tells gap from no gap; a typed preset "
+                f"({self.settings.preset}) needs typed labels (use binary_gap or untyped_dense)"
+            )
         steps, indices = reward_steps(trajectory)
         spans = [trajectory.steps[i].token_span for i in indices]
         scored = score_trace(em, steps, preset=self.settings.preset, lam=self.settings.lam)

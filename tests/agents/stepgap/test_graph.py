@@ -89,3 +89,17 @@ def test_without_a_separate_judge_the_policy_judges() -> None:
     graph = build_stepgap_graph(ScriptedGenerator(reply), search=DictSearch(), nli=FakeNLI())
     output = asyncio.run(graph.ainvoke({"question": QUESTION}))["output"]
     assert output.labels == ["no-gap", "no-gap", "IE"] and output.checks.judge.startswith("scripted")
+
+
+def test_a_binary_checker_cannot_drive_a_typed_reward() -> None:
+    from evigraph.agents.stepgap.schemas import StepGapConfig
+
+    graph = build_stepgap_graph(
+        ScriptedGenerator(TURNS), search=DictSearch(), nli=FakeNLI(), config=StepGapConfig(pipeline="nli-only")
+    )
+    result = asyncio.run(graph.ainvoke({"question": QUESTION}))
+    trajectory = result["trajectory"]
+    with pytest.raises(ValueError, match="typed labels"):
+        REWARD(trajectory, {"em": 1})
+    binary = REWARD.configure(StepGapRewardOptions(preset="binary_gap"))
+    assert binary(trajectory, {"em": 1}).scalar == "return"
