@@ -122,6 +122,9 @@ async def run_set(name: str, claims: list[tuple[str, str, list[str]]], graph: An
     print(f"{name}: " + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items()))
     for (claim, _, _), output in list(zip(claims, outputs, strict=True))[:3]:
         print(f"  {claim!r}: queries {output.queries} -> {output.label} {output.evidence}")
+    for (claim, _, _), output in zip(claims, outputs, strict=True):
+        if not output.format_ok:  # what broke the format, for the record
+            print(f"  format failed {output.format_failed} ({output.n_turns} turns): {claim!r}")
     return figures
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.agents.stepgap.data import QuestionRecord, question_record
+from evigraph.agents.stepgap.schemas import StepGapConfig
 from evigraph.config import GeneratorConfig
 from evigraph.corpora.build import build_corpus
 from evigraph.corpora.registry import corpora_dir
@@ -58,7 +59,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     policy = make_generator(GeneratorConfig(model=args.model))
     judge = make_generator(GeneratorConfig(model=args.judge)) if args.judge else None
     nli = make_nli(args.nli) if args.nli else None
-    graph = build_stepgap_graph(policy, search=search, nli=nli, judge=judge)
+    config = StepGapConfig(max_new_tokens=args.max_new_tokens, judge_max_new_tokens=args.judge_max_new_tokens)
+    graph = build_stepgap_graph(policy, search=search, nli=nli, judge=judge, config=config)
     started = time.perf_counter()
     rows = []
     for record in questions:
@@ -75,7 +77,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 "nli": output.checks.nli,
             }
         )
-        print(f"{record.question}\n  answer={output.answer!r} em={output.em} labels={output.labels}")
+        print(f"{record.question}\n  answer={output.answer!r} em={output.em} labels={output.labels}", flush=True)
     wall = time.perf_counter() - started
     labels = [label or "unchecked" for row in rows for label in row["labels"]]
     counts = collections.Counter(labels)
@@ -104,5 +106,7 @@ if __name__ == "__main__":
     parser.add_argument("--model", default="smollm2", help="The policy (any evigraph model string).")
     parser.add_argument("--judge", default=None, help="The checker's LLM (default: the policy).")
     parser.add_argument("--nli", type=Path, default=None, help="A local 3-way NLI checkpoint directory.")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="Policy tokens per turn (spec: 1024).")
+    parser.add_argument("--judge-max-new-tokens", type=int, default=512, help="Tokens of one judge reply.")
     parser.add_argument("--out", type=Path, default=None)
     asyncio.run(main(parser.parse_args()))
