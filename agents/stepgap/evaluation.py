@@ -116,6 +116,10 @@ class StepGapEvaluation(BaseEvaluation):
             inputs.update(golds=record.golds, gold={"golds": record.golds})
         return inputs
 
+    def prediction_of(self, result: BaseModel) -> PredictionRecord:
+        """A stored run as a prediction (the same reading as ``score --pred`` gives it)."""
+        return PredictionRecord.model_validate(result.model_dump(mode="json"))
+
     def gold_of(self, record: QuestionRecord) -> GoldRecord | None:
         return GoldRecord(id=record.id, golds=record.golds) if record.golds else None
 

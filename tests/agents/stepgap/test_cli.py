@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tests.agents.stepgap.doubles import judgement
+from tests.markers import requires_pyserini
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "evigraph.cli.app", *args], env=env, capture_output=True, text=True, timeout=300
     )
@@ -139,3 +140,38 @@ def test_reward_emits_the_return_and_per_step_terms_for_each_preset(tmp_path: Pa
     _jsonl(tmp_path / "traces.jsonl", [{**trace, "em": 3}])
     done = _cli("reward", "stepgap", "--input", str(data))
     assert done.returncode != 0 and "traces.jsonl:1" in done.stderr
+
+
+@requires_pyserini
+@pytest.mark.java
+def test_eval_runs_rollouts_checks_them_and_reports(tmp_path: Path) -> None:
+    rows = [{"id": "q1", "question": "When was Hog Island Light first lit?", "golds": ["1852"]}]
+    data = _jsonl(tmp_path / "questions.jsonl", rows)
+    replies = tmp_path / "replies.json"
+    replies.write_text(
+        json.dumps(
+            [
+                "<think>I need the year.</think>\n<search>Hog Island Light first lit</search>",
+                "<think>It was first lit in 1852.</think>\n<answer>1852</answer>",
+                judgement(),  # step 1 (inference, no quote): no-gap
+                judgement(),  # step 2 (conclusion, no quote): stage E over step 1's passages
+            ]
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    env = {"EVIGRAPH_CACHE_DIR": str(tmp_path / "cache")}
+    done = _cli(
+        "eval", "stepgap", "--data", str(data), "--out", str(out), "--corpus", "demo",
+        "--model", f"scripted:{replies}", "--concurrency", "1", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "predictions.jsonl").read_text(encoding="utf-8"))
+    labels = [s["label"] for s in record["output"]["checks"]["steps"]]
+    assert labels[0] == "no-gap" and labels[1] in {"no-gap", "IE"}
+    assert record["rewards"]["return"] == pytest.approx(
+        record["rewards"]["em"] + 0.2 + (0.2 if labels[1] == "no-gap" else -0.1)
+    )
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["n_questions"] == 1 and report["nli"][0].startswith("generator:")
+    assert (out / "gap_distribution.png").is_file() or any(out.rglob("gap_distribution.png"))
