@@ -59,6 +59,10 @@ fine; the quote itself must be verbatim. If no such span exists: found_quote=fal
 When a section is skipped, still fill its fields: false, "none" and short reasoning saying it was skipped."""
 
 
+_REPLY = "Reply with the JSON object for all three sections; keep each reasoning field to one or two sentences."
+_REPLY_ONE = "Reply with the JSON object for this section only; keep its reasoning to one or two sentences."
+
+
 def _passages(evidence: Sequence[Evidence], max_chars: int) -> list[dict[str, str]]:
     return [{"id": e.id, "title": e.title or "", "text": e.text[:max_chars]} for e in evidence]
 
@@ -112,7 +116,7 @@ def judge_prompt(
         max_chars=max_chars,
     )
     return "\n\n".join(
-        (_PREAMBLE, alignment, _ABSTENTION, _QUOTE, context, "Reply with the JSON object for all three sections.")
+        (_PREAMBLE, alignment, _ABSTENTION, _QUOTE, context, _REPLY)
     )
 
 
@@ -136,7 +140,7 @@ def stage_prompt(
     else:
         section = _QUOTE
         context = render_context(step=step, evidence=evidence, max_chars=max_chars)
-    return "\n\n".join((_PREAMBLE, section, context, "Reply with the JSON object for this section only."))
+    return "\n\n".join((_PREAMBLE, section, context, _REPLY_ONE))
 
 
 _REPAIR = {

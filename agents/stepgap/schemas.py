@@ -3,7 +3,7 @@ step's check, the checker's config and the graphs' inputs and results."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -42,6 +42,11 @@ QuoteSource = Literal["judge", "ner"]
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
+Reasoning = Annotated[str, Field(max_length=600)]
+"""A reasoning field: a sentence or two. The bound is in the JSON schema, so a guided judge (weak-model mode)
+cannot spend its token cap inside one string and leave the object unclosed."""
+Quote = Annotated[str, Field(max_length=400)]
+
 
 # -- the judge's JSON (§2.3); field names are the schema's, so a student reproduces it verbatim ------------
 class AlignmentJudgement(BaseModel):
@@ -50,7 +55,7 @@ class AlignmentJudgement(BaseModel):
     model_config = _STRICT
     is_off_target: bool
     drift_type: Literal["none", "entity_drift", "relation_drift", "scope_drift"]
-    alignment_reasoning: str
+    alignment_reasoning: Reasoning
 
 
 class AbstentionJudgement(BaseModel):
@@ -59,7 +64,7 @@ class AbstentionJudgement(BaseModel):
     model_config = _STRICT
     is_abstention_step: bool
     abstention_is_accurate: bool
-    abstention_reasoning: str
+    abstention_reasoning: Reasoning
 
 
 class QuoteJudgement(BaseModel):
@@ -67,10 +72,10 @@ class QuoteJudgement(BaseModel):
 
     model_config = _STRICT
     entity_match: bool
-    entity_match_reasoning: str
+    entity_match_reasoning: Reasoning
     found_quote: bool
-    evidence_quote: str
-    quote_search_reasoning: str
+    evidence_quote: Quote
+    quote_search_reasoning: Reasoning
 
 
 class StepJudgement(BaseModel):
