@@ -42,10 +42,10 @@ QuoteSource = Literal["judge", "ner"]
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
-Reasoning = Annotated[str, Field(max_length=600)]
+Reasoning = Annotated[str, Field(max_length=300)]
 """A reasoning field: a sentence or two. The bound is in the JSON schema, so a guided judge (weak-model mode)
 cannot spend its token cap inside one string and leave the object unclosed."""
-Quote = Annotated[str, Field(max_length=400)]
+Quote = Annotated[str, Field(max_length=250)]
 
 
 # -- the judge's JSON (§2.3); field names are the schema's, so a student reproduces it verbatim ------------
