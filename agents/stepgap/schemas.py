@@ -245,8 +245,9 @@ class StepGapConfig(BaseModel):
     judge_logprobs: bool = True
     """Ask the judge backend for logprobs so LLM stage confidences are real (1.0 without them, §9 #9)."""
     quote_min_words: int = Field(5, ge=1)
+    """A Stage-C quote must be a verbatim span of at least this many words (§2.2, §9 #8)."""
     quote_max_words: int = Field(20, ge=1)
-    """A Stage-C quote must be a verbatim span of this many words (§2.2, §9 #8)."""
+    """... and at most this many."""
     max_evidence_chars: int = Field(600, ge=50)
     """Characters of each passage shown to the judge (the title and lead sentences carry the entity)."""
     previous_steps: int = Field(3, ge=0)
