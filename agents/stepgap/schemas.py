@@ -247,7 +247,7 @@ class StepGapConfig(BaseModel):
     quote_min_words: int = Field(5, ge=1)
     """A Stage-C quote must be a verbatim span of at least this many words (§2.2, §9 #8)."""
     quote_max_words: int = Field(20, ge=1)
-    """... and at most this many."""
+    """A Stage-C quote may have at most this many words."""
     max_evidence_chars: int = Field(600, ge=50)
     """Characters of each passage shown to the judge (the title and lead sentences carry the entity)."""
     previous_steps: int = Field(3, ge=0)
