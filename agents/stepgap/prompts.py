@@ -115,9 +115,7 @@ def judge_prompt(
         global_evidence=global_evidence,
         max_chars=max_chars,
     )
-    return "\n\n".join(
-        (_PREAMBLE, alignment, _ABSTENTION, _QUOTE, context, _REPLY)
-    )
+    return "\n\n".join((_PREAMBLE, alignment, _ABSTENTION, _QUOTE, context, _REPLY))
 
 
 def stage_prompt(
