@@ -16,9 +16,9 @@ from evigraph.errors import ConfigError, TokenContractError
 from evigraph.graphs.context import RunScope
 from evigraph.rewards import AgentReward
 from evigraph.tokens import TokenOffsets
-from evigraph.trajectory import Segment, Step, Timing, Trajectory, TrajectoryError, segment_spans
+from evigraph.trajectory import RewardComponent, Segment, Step, Timing, Trajectory, TrajectoryError, segment_spans
 
-__all__ = ("assemble_trajectory", "exact_segments", "with_token_spans")
+__all__ = ("assemble_trajectory", "exact_segments", "score_trajectory", "with_token_spans")
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +114,25 @@ def assemble_trajectory(
         error=error,
     )
     if gold and reward is not None:
-        try:
-            target = reward.gold_schema.model_validate(gold)
-        except ValidationError as invalid:
-            raise ConfigError(
-                f"the run's gold answer does not fit {reward.__name__}: {invalid}", source="gold"
-            ) from None
-        rewards = reward(trajectory, target)
-        trajectory.rewards = list(rewards.components)
-        trajectory.reward_scalar = rewards.scalar
+        score_trajectory(trajectory, reward, gold)
     return trajectory
+
+
+def score_trajectory(trajectory: Trajectory, reward: AgentReward, gold: Mapping[str, Any]) -> None:
+    """Store ``reward(trajectory, gold)`` on ``trajectory``: its components and scalar, and a process reward's
+    per-step values on the steps they belong to (``Step.rewards``).
+
+    Raises:
+        ConfigError: ``gold`` does not validate against ``reward.gold_schema``.
+    """
+    try:
+        target = reward.gold_schema.model_validate(gold)
+    except ValidationError as invalid:
+        raise ConfigError(f"the run's gold answer does not fit {reward.__name__}: {invalid}", source="gold") from None
+    rewards = reward(trajectory, target)
+    trajectory.rewards = list(rewards.components)
+    trajectory.reward_scalar = rewards.scalar
+    per_step = {s.index: s.values for s in rewards.steps}
+    for step in trajectory.steps:
+        if step.index in per_step:
+            step.rewards = [*step.rewards, *(RewardComponent(type=k, value=v) for k, v in per_step[step.index].items())]

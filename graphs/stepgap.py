@@ -34,16 +34,16 @@ from evigraph.agents.stepgap.schemas import (
     TraceCheck,
     TraceStep,
 )
-from evigraph.agents.stepgap.scoring import REWARD, RewardGold
-from evigraph.errors import ConfigError
+from evigraph.agents.stepgap.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
+from evigraph.graphs.assembly import score_trajectory
 from evigraph.graphs.context import RunContext, RunScope
 from evigraph.graphs.search_r1 import build_search_r1_graph
 from evigraph.graphs.stepgap_checker import build_checker_graph
 from evigraph.rewards import AgentReward
 from evigraph.tools.search import SearchTool
-from evigraph.trajectory import RewardComponent, Trajectory
+from evigraph.trajectory import Trajectory
 
 __all__ = ("AGENT_NAME", "StepGapState", "build_stepgap_graph", "search_r1_config", "trace_of")
 
@@ -150,18 +150,7 @@ class _Nodes:
         )
         gold = state.get("gold")
         if gold:
-            try:
-                target = RewardGold.model_validate(gold)
-            except ValueError as invalid:
-                raise ConfigError(f"the run's gold answer does not fit {self.reward.__name__}: {invalid}") from None
-            rewards = self.reward(trajectory, target)
-            trajectory.rewards = list(rewards.components)
-            trajectory.reward_scalar = rewards.scalar
-            per_step = {s.index: s for s in rewards.steps}
-            for step in trajectory.steps:
-                if step.index in per_step:
-                    values = per_step[step.index].values
-                    step.rewards = [*step.rewards, *(RewardComponent(type=k, value=v) for k, v in values.items())]
+            score_trajectory(trajectory, self.reward, gold)
         return {"output": output, "trajectory": trajectory}
 
 
