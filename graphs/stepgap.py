@@ -19,12 +19,13 @@ without one, the judge scoring entailment by label-token logprobs (weaker; the o
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from evigraph.agents.search_r1.schemas import SearchR1Config, SearchR1Output
+from evigraph.agents.search_r1.schemas import SearchR1Config, SearchR1Output, TraceStepRecord
 from evigraph.agents.stepgap.schemas import (
     StepGapConfig,
     StepGapInputs,
@@ -58,6 +59,7 @@ class StepGapState(TypedDict, total=False):
     gold: dict[str, Any]
     run: SearchR1Output
     rollout: Trajectory
+    trace: Trace | None
     checks: TraceCheck
     output: StepGapOutput
     trajectory: Trajectory
@@ -73,22 +75,21 @@ def search_r1_config(config: StepGapConfig) -> SearchR1Config:
     )
 
 
-def trace_of(run: SearchR1Output, trajectory: Trajectory, *, run_id: str | None, golds: list[str]) -> Trace:
-    """The checker's view of a finished run: its steps with evidence and their exact token spans."""
-    steps = [
-        TraceStep(
-            reasoning=record.reasoning,
-            query=record.query,
-            evidence=record.evidence,
-            answer=record.answer,
-            text=record.text,
-            segment_index=record.segment_index,
-            char_span=record.char_span,
-            token_span=trajectory.steps[i].token_span if i < len(trajectory.steps) else None,
-        )
-        for i, record in enumerate(run.steps)
-    ]
-    return Trace(id=run_id, question=run.question, steps=steps, golds=golds)
+def trace_of(
+    question: str,
+    records: Sequence[TraceStepRecord],
+    *,
+    token_spans: Sequence[tuple[int, int] | None] = (),
+    run_id: str | None = None,
+    golds: Sequence[str] = (),
+) -> Trace | None:
+    """The checker's view of a run's steps (with their exact token spans when given); ``None`` for a run that
+    took no step (it failed before its first turn)."""
+    if not records:
+        return None
+    spans = list(token_spans) + [None] * (len(records) - len(token_spans))
+    steps = [TraceStep(**record.model_dump(), token_span=span) for record, span in zip(records, spans, strict=False)]
+    return Trace(id=run_id, question=question, steps=steps, golds=list(golds))
 
 
 class _Nodes:
@@ -105,17 +106,24 @@ class _Nodes:
 
     async def check(self, state: StepGapState, runtime: Context) -> dict[str, Any]:
         run, rollout = state["run"], state["rollout"]
-        if not run.steps:
-            return {}
-        trace = trace_of(run, rollout, run_id=state.get("id"), golds=list(state.get("golds") or []))
+        trace = trace_of(
+            run.question,
+            run.steps,
+            token_spans=[step.token_span for step in rollout.steps],
+            run_id=state.get("id"),
+            golds=state.get("golds") or (),
+        )
+        if trace is None:
+            return {"trace": None}
         judge = self.judge or RunScope.resolve(runtime, self.policy).generator
         result = await self.checker_graph.ainvoke({"trace": trace}, context=RunContext(generator=judge))
-        return {"checks": result["checks"]}
+        return {"trace": trace, "checks": result["checks"]}
 
     async def finish(self, state: StepGapState) -> dict[str, Any]:
-        run, rollout = state["run"], state["rollout"]
-        trace = trace_of(run, rollout, run_id=state.get("id"), golds=list(state.get("golds") or []))
-        checks = state.get("checks") or TraceCheck(id=trace.id, question=run.question, steps=[], judge="none", nli=None)
+        run, rollout, trace = state["run"], state["rollout"], state.get("trace")
+        checks = state.get("checks") or TraceCheck(
+            id=state.get("id"), question=run.question, steps=[], judge="none", nli=None
+        )
         by_index = {c.index: c for c in checks.steps}
         steps = []
         for step in rollout.steps:

@@ -20,14 +20,14 @@ from typing import Any, TypedDict
 
 from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
 from evigraph.agents.stepgap.prompts import repair_note
-from evigraph.agents.stepgap.schemas import StepCheck, StepGapConfig, StepGapOutput, Trace, TraceCheck, TraceStep
+from evigraph.agents.stepgap.schemas import StepCheck, StepGapConfig, StepGapOutput, TraceCheck
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.context import RunContext, RunScope
 from evigraph.graphs.search_loop import Progress, Review, build_search_loop
 from evigraph.graphs.search_r1 import SearchR1Policy, run_steps
-from evigraph.graphs.stepgap import search_r1_config
+from evigraph.graphs.stepgap import search_r1_config, trace_of
 from evigraph.graphs.stepgap_checker import build_checker_graph
 from evigraph.tools.search import SearchTool
 from evigraph.trajectory import Step, Trajectory
@@ -57,22 +57,6 @@ class RepairState(TypedDict, total=False):
     trajectory: Trajectory
 
 
-def _trace(run: Progress, question: str) -> Trace:
-    steps = [
-        TraceStep(
-            reasoning=r.reasoning,
-            query=r.query,
-            evidence=r.evidence,
-            answer=r.answer,
-            text=r.text,
-            segment_index=r.segment_index,
-            char_span=r.char_span,
-        )
-        for r in run_steps(run)
-    ]
-    return Trace(question=question, steps=steps)
-
-
 class CheckerReviewer:
     """Checks the steps taken since the last review with the frozen checker; the newest step's gap, while the
     repair budget lasts, becomes the note."""
@@ -81,7 +65,8 @@ class CheckerReviewer:
         self.checker, self.judge, self.budget = checker, judge, budget
 
     async def review(self, run: Progress, state: Mapping[str, Any], scope: RunScope) -> Review:
-        trace = _trace(run, state["question"])
+        trace = trace_of(state["question"], run_steps(run))
+        assert trace is not None  # a review follows a step
         judge = self.judge or scope.generator
         result = await self.checker.ainvoke(
             {"trace": trace, "checked": list(run.reviews)}, context=RunContext(generator=judge)
@@ -118,7 +103,7 @@ class RepairPolicy(SearchR1Policy):
             em=searched.em,
             n_searches=searched.n_searches,
             format_ok=searched.format_ok,
-            trace=_trace(run, state["question"]),
+            trace=trace_of(state["question"], run_steps(run)),
             checks=TraceCheck(
                 question=searched.question, steps=checks, judge=self.judge_name, nli=", ".join(engines) or None
             ),

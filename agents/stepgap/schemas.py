@@ -275,7 +275,8 @@ class StepGapOutput(BaseModel):
     """Exact match against the run's gold aliases, when given."""
     n_searches: int
     format_ok: bool
-    trace: Trace
+    trace: Trace | None
+    """The run's steps as the checker read them; ``None`` when the run failed before its first step."""
     checks: TraceCheck
     repairs: int = 0
     """Repair notes the checker sent (repair loop only)."""

@@ -103,3 +103,11 @@ def test_a_binary_checker_cannot_drive_a_typed_reward() -> None:
         REWARD(trajectory, {"em": 1})
     binary = REWARD.configure(StepGapRewardOptions(preset="binary_gap"))
     assert binary(trajectory, {"em": 1}).scalar == "return"
+
+
+def test_a_run_that_fails_before_its_first_step_is_data() -> None:
+    result = run(ScriptedGenerator([]), FakeNLI(), gold={"golds": ["Providence"]})
+    output, trajectory = result["output"], result["trajectory"]
+    assert output.trace is None and output.labels == [] and output.answer is None
+    assert trajectory.error is not None and trajectory.error.where == "generate"
+    assert {c.type: c.value for c in trajectory.rewards}["return"] == 0.0
