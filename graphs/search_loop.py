@@ -61,7 +61,8 @@ class Turn:
     kind: str
     segment_index: int
     query: str | None = None
-    hits: tuple[str, ...] | None = None
+    hits: tuple[Evidence, ...] | None = None
+    """What the turn's search returned (``None``: the turn ran no search)."""
     duplicate_of: int | None = None
     truncated: bool = False
 
@@ -70,7 +71,7 @@ class Turn:
         if self.query is not None:
             payload["query"] = self.query
         if self.hits is not None:
-            payload.update(hits=list(self.hits), duplicate_of=self.duplicate_of, truncated=self.truncated)
+            payload.update(hits=[h.id for h in self.hits], duplicate_of=self.duplicate_of, truncated=self.truncated)
         return Step(index=index, kind=self.kind, text=text, segment_index=self.segment_index, payload=payload)
 
 
@@ -92,8 +93,6 @@ class Progress:
     queries: tuple[str, ...] = ()
     seen_ids: tuple[str, ...] = ()
     """Every id shown to the model, in first-seen order."""
-    hits: tuple[tuple[Evidence, ...], ...] = ()
-    """What each search returned, in search order (the evidence of Search-R1's steps)."""
     turns: tuple[Turn, ...] = ()
     action: TurnAction | None = None
     """The routing decision for the newest policy turn."""
@@ -362,14 +361,13 @@ class _Nodes:
             ),
             n_search >= limits.max_searches or run.n_turns + 1 >= limits.turns,
         )
-        turn = replace(run.turns[-1], hits=tuple(h.id for h in hits), duplicate_of=duplicate_of, truncated=truncated)
+        turn = replace(run.turns[-1], hits=tuple(hits), duplicate_of=duplicate_of, truncated=truncated)
         progress = replace(
             run,
             transcript=(*run.transcript, segment),
             n_search=n_search,
             queries=(*run.queries, query),
             seen_ids=tuple(dict.fromkeys((*run.seen_ids, *(h.id for h in hits)))),
-            hits=(*run.hits, tuple(hits)),
             turns=(*run.turns[:-1], turn),
             n_tokens=n_tokens,
             tools_s=run.tools_s + time.perf_counter() - started,

@@ -13,7 +13,7 @@ answer. Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from evigraph.agents.search_r1.answers import exact_match
@@ -43,7 +43,7 @@ from evigraph.graphs.search_loop import LoopLimits, LoopTexts, Opening, Progress
 from evigraph.protocol.actions import TurnAction, classify_search_turn
 from evigraph.rewards import AgentReward
 from evigraph.tools.search import SearchTool
-from evigraph.trajectory import Evidence, Step, Trajectory
+from evigraph.trajectory import Step, Trajectory
 
 __all__ = ("AGENT_NAME", "SearchR1Policy", "SearchR1State", "build_search_r1_graph", "run_steps")
 
@@ -62,17 +62,10 @@ class SearchR1State(TypedDict, total=False):
 
 def run_steps(run: Progress) -> list[TraceStepRecord]:
     """One step per policy turn; a searching turn's evidence is what its search returned."""
-    records = []
-    searches = 0
-    for turn in run.turns:
-        hits: Sequence[Evidence] = ()
-        if turn.hits is not None:
-            hits = run.hits[searches] if searches < len(run.hits) else ()
-            searches += 1
-        records.append(
-            step_record(run.transcript[turn.segment_index].text, segment_index=turn.segment_index, evidence=hits)
-        )
-    return records
+    return [
+        step_record(run.transcript[t.segment_index].text, segment_index=t.segment_index, evidence=t.hits or ())
+        for t in run.turns
+    ]
 
 
 class SearchR1Policy:
