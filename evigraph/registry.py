@@ -52,14 +52,14 @@ logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "evigraph.agents"
 
-HOOKS: tuple[str, ...] = ("run", "eval", "score", "reward", "filter")
-"""CLI hooks an agent may provide. ``run`` backs the agent's own verb (``verify``, ``check``, ...); ``eval``,
-``score`` and ``reward`` replace the framework's commands built from the spec (rarely needed)."""
+HOOKS: tuple[str, ...] = ("run", "eval", "score", "reward")
+"""Hooks with a fixed meaning. ``run`` backs the agent's own verb (``verify``, ``check``, ...); ``eval``,
+``score`` and ``reward`` replace the framework's commands built from the spec (rarely needed). Any other
+lowercase name is an agent command of its own, run as ``evigraph NAME AGENT`` (Veri-R1's ``filter``,
+RLSeek's ``prepare``); agents may share such a name."""
 
-BUILTIN_COMMANDS: frozenset[str] = frozenset(
-    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "filter", "help"}
-)
-"""Top-level command names no agent verb may take."""
+BUILTIN_COMMANDS: frozenset[str] = frozenset({"info", "setup", "generate", "corpus", "eval", "score", "reward", "help"})
+"""Top-level command names no agent verb or command of its own may take."""
 
 Resource = Literal["search", "nli"]
 """Tools the framework opens for an agent from command-line flags and hands to its graph builder by name
@@ -117,7 +117,7 @@ class AgentSpec(BaseModel):
     resources: tuple[Resource, ...] = ()
     """Tools the graph builder takes by keyword (see :data:`Resource`)."""
     hooks: dict[str, str] = Field(default_factory=dict)
-    """CLI hook name (one of ``HOOKS``) → ``module:function``, a typer command."""
+    """CLI hook name (one of ``HOOKS``, or a command of the agent's own) → ``module:function``, a typer command."""
 
     @field_validator("name")
     @classmethod
@@ -137,9 +137,12 @@ class AgentSpec(BaseModel):
     @field_validator("hooks")
     @classmethod
     def _check_hooks(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(HOOKS))
-        if unknown:
-            raise ValueError(f"unknown hook(s) {unknown}; accepted: {', '.join(HOOKS)}")
+        bad = sorted(h for h in value if h not in HOOKS and (not _NAME.match(h) or h in BUILTIN_COMMANDS))
+        if bad:
+            raise ValueError(
+                f"hook name(s) {bad}: use {', '.join(HOOKS)} or a lowercase command name of your own that is not "
+                f"a built-in command ({', '.join(sorted(BUILTIN_COMMANDS))})"
+            )
         return value
 
     @field_validator("config", "graph_builder", "input_schema", "output_schema", "evaluation")

@@ -30,7 +30,7 @@ from evigraph.errors import ConfigError, TokenContractError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.text_budget import count_tokens
-from evigraph.tokens import token_format
+from evigraph.tokens import plan_turn, token_format
 from evigraph.trajectory import Segment, TrajectoryError
 
 if TYPE_CHECKING:
@@ -120,6 +120,22 @@ class RunScope:
         if self.strict and continuation.token_ids is None:
             raise TokenContractError(f"{self.generator.name} returned a turn without token ids in a strict run")
         return TurnResult(continuation, None, time.perf_counter() - started)
+
+    async def single_turn(self, transcript: Sequence[Segment], params: SamplingParams) -> TurnResult:
+        """One policy turn that must fit the run's budget: capped at ``params.max_new_tokens`` or at what the
+        budget leaves after ``transcript`` (:func:`evigraph.tokens.plan_turn` with no observation to follow).
+        A transcript that already fills the budget is a ``BudgetExhausted`` failure, not a call."""
+        if self.limit is not None:
+            cap = params.max_new_tokens
+            plan = plan_turn(
+                used=self.prompt_tokens(transcript), turn_cap=cap, final_cap=cap, max_observation=0, limit=self.limit
+            )
+            if plan is None:
+                message = f"the prompt alone fills the sequence budget of {self.limit} tokens"
+                return TurnResult(None, TrajectoryError(type="BudgetExhausted", message=message, where="budget"), 0.0)
+            if plan.max_new_tokens != cap:
+                params = params.model_copy(update={"max_new_tokens": plan.max_new_tokens})
+        return await self.generate(transcript, params)
 
     def prompt_tokens(self, prompt: Sequence[Segment]) -> int:
         """Tokens of the prompt messages (generation prompt included); see :meth:`count`."""

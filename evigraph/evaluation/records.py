@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from evigraph.errors import ConfigError, InputDataError
 from evigraph.jsonl import format_validation_error, iter_json_objects
 
-__all__ = ("load_records",)
+__all__ = ("load_records", "subset")
 
 T = TypeVar("T")
 
@@ -75,7 +75,15 @@ def load_records(
     if not records:
         raise InputDataError(str(path), 1, "the file holds no records")
 
+    return subset(records, limit=limit, shuffle_seed=shuffle_seed)
+
+
+def subset(records: list[T], *, limit: int | None, shuffle_seed: int | None) -> list[T]:
+    """The ``--limit``/``--seed`` choice of :func:`load_records` for records read any other way."""
+    if limit is not None and limit < 0:
+        raise ConfigError(f"limit must be >= 0, got {limit}", source="--limit")
     if shuffle_seed is not None:
+        records = list(records)
         random.Random(shuffle_seed).shuffle(records)
     return records if limit is None else records[:limit]
 

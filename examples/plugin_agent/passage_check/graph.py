@@ -18,7 +18,6 @@ from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.assembly import assemble_trajectory
 from evigraph.graphs.context import RunContext, RunScope
-from evigraph.tokens import plan_turn
 from evigraph.trajectory import Segment, Step, Timing, TrajectoryError
 from passage_check.prompts import prompt
 from passage_check.protocol import PROTOCOL
@@ -52,18 +51,7 @@ def build_passage_check_graph(
     async def answer(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         scope = RunScope.resolve(runtime, generator)
         transcript = state["transcript"]
-        used = scope.prompt_tokens(transcript) if scope.limit is not None else 0
-        plan = plan_turn(
-            used=used,
-            turn_cap=config.max_new_tokens,
-            final_cap=config.max_new_tokens,
-            max_observation=0,
-            limit=scope.limit,
-        )
-        if plan is None:
-            failure = TrajectoryError(type="BudgetExhausted", message="the prompt fills the budget", where="budget")
-            return {"error": failure}
-        result = await scope.generate(transcript, scope.params(template, max_new_tokens=plan.max_new_tokens))
+        result = await scope.single_turn(transcript, scope.params(template))  # capped by the run's budget
         if result.error is not None:
             return {"error": result.error, "generate_s": result.seconds}
         turn = result.continuation.to_segment()  # type: ignore[union-attr]

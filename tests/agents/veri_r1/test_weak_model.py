@@ -16,11 +16,10 @@ from evigraph.agents.veri_r1.schemas import VeriR1Config
 from evigraph.config import GeneratorConfig
 from evigraph.errors import ConfigError
 from evigraph.generators.factory import make_generator
-from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.graphs.veri_r1 import build_veri_r1_graph
 from evigraph.trajectory import Segment
 from tests.agents.veri_r1.test_graph import DictSearch
+from tests.doubles import GuidedScripted
 
 CLAIM = "Hog Island Light was first lit in 1853."
 COPIED_INSTRUCTION = "To look something up, write a short query naming the entity"
@@ -64,18 +63,6 @@ def test_the_plan_and_reasoning_have_a_fixed_small_shape() -> None:
 def test_without_content_words_the_grammar_falls_back_to_free_bodies() -> None:
     regex = turn_regex(first=True, may_search=True, seen_ids=[], claim="It was in it.")
     assert re.fullmatch(regex, "<plan>Find it.</plan>\n<search>anything at all</search>")
-
-
-class GuidedScripted(ScriptedGenerator):
-    """A scripted backend that enforces regex guides the way a real one does: a reply outside the guide fails."""
-
-    supported_guides = frozenset({"regex"})
-
-    async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
-        result = await super()._continue(transcript, params)
-        if params.guide is not None:
-            assert re.fullmatch(params.guide.regex, result.text), f"{result.text!r} breaks the guide"
-        return result
 
 
 def policy(transcript: list[Segment], params: Any) -> str:

@@ -1,0 +1,145 @@
+"""RLSeek's own commands: ``evigraph detect`` (one response) and ``evigraph prepare rlseek`` (data sets to records).
+
+``eval``, ``score`` and ``reward`` come from the agent's contract (:mod:`evigraph.cli.agent_commands`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.errors import ConfigError
+
+__all__ = ("detect_command", "prepare_command")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@agent_command()
+def detect_command(
+    run: AgentRun,
+    source: Annotated[Path, typer.Option("--source", help="The grounding text (data-to-text: a JSON file).")],
+    response: Annotated[Path, typer.Option("--response", help="The text to check.")],
+    task: Annotated[str, typer.Option("--task", help="summary, qa, data-to-text or claim.")] = "summary",
+    question: Annotated[str | None, typer.Option("--question", help="The question (qa).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
+) -> None:
+    """Find the hallucinated spans of one response: each with its offsets and the source quotes behind it."""
+    record = _record(source, response, task, question)
+    graph = run.graph()
+    with err_console.status("checking ..."):
+        result = asyncio.run(graph.ainvoke(record.graph_input(), context=run.context()))
+    trajectory, output = result["trajectory"], result["output"]
+    if as_json:
+        sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
+    else:
+        _show(output, record)
+    if trajectory.error is not None:
+        err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
+        raise typer.Exit(1)
+
+
+@agent_command(generator=False, agent_config=False)
+def prepare_command(
+    run: AgentRun,
+    out: Annotated[Path, typer.Option("--out", help="Records JSONL to write.")],
+    ragtruth: Annotated[
+        Path | None, typer.Option("--ragtruth", help="RAGTruth folder (response.jsonl + source_info.jsonl).")
+    ] = None,
+    faithbench: Annotated[Path | None, typer.Option("--faithbench", help="FaithBench folder or batch file.")] = None,
+    split: Annotated[str, typer.Option("--split", help="RAGTruth split: train, test or all.")] = "test",
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Comma-separated tasks to keep.")] = None,
+    rebalance: Annotated[
+        bool, typer.Option("--rebalance", help="Equal hallucinated and clean records, tasks pooled (training).")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --rebalance.")] = 0,
+    labels: Annotated[
+        str, typer.Option("--labels", help="FaithBench labels counted as hallucinated (comma-separated).")
+    ] = "Unwanted,Unwanted.Intrinsic,Unwanted.Extrinsic",
+    min_annotators: Annotated[
+        int, typer.Option("--min-annotators", min=1, help="FaithBench: annotators needed per character.")
+    ] = 1,
+) -> None:
+    """Turn RAGTruth or FaithBench into RLSeek records (the eval and training input), with the spec's filtering."""
+    from evigraph.agents.rlseek.data import load_faithbench, load_ragtruth
+    from evigraph.agents.rlseek.data import rebalance as rebalanced
+    from evigraph.files import atomic_writer
+
+    if (ragtruth is None) == (faithbench is None):
+        raise ConfigError("give exactly one of --ragtruth and --faithbench")
+    if split not in {"train", "test", "all"}:
+        raise ConfigError(f"--split must be train, test or all, got {split!r}", source="--split")
+    wanted = [t.strip() for t in tasks.split(",")] if tasks else None
+    if ragtruth is not None:
+        records = load_ragtruth(ragtruth, split=None if split == "all" else split, tasks=wanted)
+    else:
+        records = load_faithbench(
+            faithbench, labels=[x.strip() for x in labels.split(",")], min_annotators=min_annotators
+        )  # type: ignore[arg-type]
+        records = [r for r in records if wanted is None or r.task in wanted]
+    if rebalance:
+        records = rebalanced(records, seed=seed)
+    with atomic_writer(out) as writer:
+        for record in records:
+            writer.write(record.model_dump_json(exclude_defaults=False) + "\n")
+    positive = sum(bool(r.gold and r.gold.spans) for r in records)
+    console.print_json(json.dumps({"n": len(records), "hallucinated": positive, "clean": len(records) - positive}))
+
+
+def _record(source: Path, response: Path, task: str, question: str | None) -> Any:
+    from pydantic import ValidationError
+
+    from evigraph.agents.rlseek.data import RLSeekRecord
+
+    texts = {}
+    for flag, path in (("--source", source), ("--response", response)):
+        try:
+            texts[flag] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{flag} {path}: {error}", source=flag) from None
+    body: str | dict[str, Any] = texts["--source"]
+    if task == "data-to-text":
+        try:
+            body = json.loads(texts["--source"])
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--source {source}: a data-to-text source must be a JSON object ({error})") from None
+    try:
+        return RLSeekRecord(id="detect", task=task, source=body, response=texts["--response"], question=question)  # type: ignore[arg-type]
+    except ValidationError as error:
+        from evigraph.jsonl import format_validation_error
+
+        raise ConfigError(f"detect: {format_validation_error(error)}") from None
+
+
+def _show(output: Any, record: Any) -> None:
+    if not output.parse_ok:
+        console.print(f"[red]no final list: {escape(output.parse_error or 'unparseable')}[/]")
+    elif not output.spans and not output.unmatched:
+        console.print("[green]No hallucinated span found.[/]")
+    for span in output.spans:
+        console.print(f"[bold][{span.start}, {span.end})[/] {escape(span.text)!r}")
+        for q in span.quotes:
+            quote = output.quotes[q]
+            where = (
+                f"source [{quote.start}, {quote.end})"
+                if quote.found
+                else f"not in the source (LCS {quote.overlap:.0%})"
+            )
+            console.print(f"    quote: {escape(quote.text)!r}  [dim]{where}[/]", soft_wrap=True)
+    for string in output.unmatched:
+        console.print(f"[yellow]listed but not in the response:[/] {escape(string)!r}")
+    n_found = sum(q.found for q in output.quotes)
+    validity = "valid" if output.quotes_valid else "invalid"
+    console.print(
+        f"[dim]{len(output.steps)} step(s), {len(output.quotes)} quote(s) ({n_found} found in the source), "
+        f"quotation set {validity}[/]"
+    )
