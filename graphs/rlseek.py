@@ -41,6 +41,7 @@ class State(RLSeekInputs, total=False):
     error: TrajectoryError | None
     started_at: float
     generate_s: float
+    generated_tokens: int
 
 
 def build_rlseek_graph(
@@ -48,9 +49,7 @@ def build_rlseek_graph(
 ) -> Any:
     """The compiled detector (``generator`` may be ``None`` when each run passes one in its ``RunContext``)."""
     config = config or RLSeekConfig()
-    template = (sampling or SamplingParams()).model_copy(
-        update={"stop": ("</answer>",), "max_new_tokens": config.max_new_tokens}
-    )
+    template = (sampling or SamplingParams()).model_copy(update={"max_new_tokens": config.max_new_tokens})
 
     def guided(scope: RunScope) -> bool:
         return scope.generator.constrained if config.constrained is None else config.constrained
@@ -70,17 +69,21 @@ def build_rlseek_graph(
 
     async def generate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         scope = RunScope.resolve(runtime, generator)
-        protocol: dict[str, Any] = {}
-        if state["task"] != "claim":
-            protocol["stop"] = ()
+        # The claim variant ends at its closing answer tag; a ```json block has no unique closing string.
+        protocol: dict[str, Any] = {"stop": ("</answer>",) if state["task"] == "claim" else ()}
         if guided(scope):
             protocol["guide"] = Guide.pattern(detection_guide(state["task"]))
         result = await scope.single_turn(state["transcript"], scope.params(template, **protocol))
         spent = state.get("generate_s", 0.0) + result.seconds
         if result.error is not None:
             return {"error": result.error, "generate_s": spent}
-        turn = result.continuation.to_segment()  # type: ignore[union-attr]
-        return {"transcript": (*state["transcript"], turn), "generate_s": spent}
+        continuation = result.continuation
+        assert continuation is not None
+        return {
+            "transcript": (*state["transcript"], continuation.to_segment()),
+            "generate_s": spent,
+            "generated_tokens": state.get("generated_tokens", 0) + continuation.generated_tokens,
+        }
 
     async def parse_completion(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         last = _last_turn(state)
@@ -117,6 +120,7 @@ def build_rlseek_graph(
                 started_at=state["started_at"],
                 wall_s=time.time() - state["started_at"],
                 generate_s=state.get("generate_s", 0.0),
+                generated_tokens=state.get("generated_tokens", 0),
             ),
             error=state.get("error"),
             reward=REWARD,

@@ -63,8 +63,36 @@ class PassageHost(TypedDict, total=False):
     trajectory: Trajectory
 
 
+class RLSeekHost(TypedDict, total=False):
+    task: str
+    source: str
+    response: str
+    output: Any
+    trajectory: Trajectory
+
+
+RLSEEK_REPLY = (
+    "## Step 1: Check the year\n- Evidence: <quote>completed in 1889</quote>\n- Evaluation: 1889, not 1899.\n"
+    '## Final Output\n```json\n{"hallucination list": ["1899"]}\n```'
+)
+
+
+def rlseek_policy(transcript: list[Any], params: Any) -> str:
+    if ASK["on"]:
+        interrupt({"ask": "may the detector answer?"})
+    return RLSEEK_REPLY
+
+
 def host_for(agent: str) -> tuple[Any, dict[str, Any]]:
-    if agent == "veri-r1":
+    if agent == "rlseek":
+        from evigraph.agents.rlseek.schemas import RLSeekOutput
+        from evigraph.graphs.rlseek import build_rlseek_graph
+
+        RLSeekHost.__annotations__["output"] = RLSeekOutput
+        verifier = build_rlseek_graph(ScriptedGenerator(rlseek_policy))
+        host = StateGraph(RLSeekHost)
+        inputs = {"task": "summary", "source": "It was completed in 1889.", "response": "Completed in 1899."}
+    elif agent == "veri-r1":
         from evigraph.agents.veri_r1.schemas import VeriR1Output
         from evigraph.graphs.veri_r1 import build_veri_r1_graph
 

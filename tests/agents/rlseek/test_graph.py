@@ -90,7 +90,7 @@ def test_strict_run_gives_each_step_its_exact_tokens(qwen2_style_tokenizer: Any)
     generator = ScriptedGenerator([GOOD], tokenizer=qwen2_style_tokenizer)
     trajectory = _run(generator, strict_tokens=True)["trajectory"]
     ids = trajectory.token_ids()
-    assert ids is not None
+    assert ids is not None and trajectory.timing.generated_tokens == len(trajectory.segments[-1].token_ids)
     for step in trajectory.steps:
         start, end = step.token_span
         assert qwen2_style_tokenizer.decode(ids[start:end]) == step.text
