@@ -5,6 +5,8 @@ strings that repeat or are missing, unicode and newlines, and untrusted text tha
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evigraph.agents.rlseek.detection import detect
 from evigraph.agents.rlseek.parsing import final_list, locate_spans, reasoning_steps, strip_span_string
@@ -202,3 +204,44 @@ def test_each_variant_names_its_nouns_and_answer_form() -> None:
     assert "<answer>[...]</answer>" in claim and "```json" not in claim
     cot = detection_prompt("summary", render("summary", "s", "r"), variant="cot")
     assert "<quote>" not in cot and "<quote>" in detection_prompt("summary", render("summary", "s", "r"))
+
+
+_PIECES = [
+    "## Step 1: x\n",
+    "## Step 2:",
+    "## Final Output\n",
+    "<quote>",
+    "</quote>",
+    "```json\n",
+    "```",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"hallucination list"',
+    ": ",
+    ", ",
+    '"1899"',
+    '"The Eiffel"',
+    "<answer>",
+    "</answer>",
+    "İ",
+    "\n",
+    " ",
+    "1889",
+    "'x'",
+    "\\",
+    "null",
+    "3",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.sampled_from(["summary", "qa", "data-to-text", "claim"]))
+def test_no_completion_makes_detection_raise(pieces: list[str], task: str) -> None:
+    completion = "".join(pieces)
+    out = detect(completion, task=task, source="The Eiffel Tower was completed in 1889.", response=T)  # type: ignore[arg-type]
+    for span in out.spans:
+        assert T[span.start : span.end].casefold() == span.text.casefold() and span.end > span.start
+    assert out.parse_ok == (out.parse_error is None)
+    assert all(q.step < len(out.steps) for q in out.quotes)
