@@ -1,0 +1,130 @@
+"""Advantage modes on their fixtures: the OpenRLHF notes' §5 (stock GRPO, ±0.866) and §6.3 (process-additive),
+StepGap spec §3.4 (token-pooled dense and sequence-level), RLSeek spec §3.4 (CAPO); coefficient 0 reproduces
+stock GRPO; rollouts with different step counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
+
+
+def _rollout(group: int, outcome: float, lengths: list[int], values: list[float], negative: bool = False) -> Rollout:
+    """A sample whose steps are consecutive policy spans of ``lengths`` tokens, each after one masked token."""
+    mask: list[int] = []
+    steps = []
+    for length, value in zip(lengths, values, strict=True):
+        mask.append(0)  # an environment (or prompt) token before each action
+        steps.append((len(mask), len(mask) + length, value))
+        mask.extend([1] * length)
+    return Rollout(group=group, outcome=outcome, action_mask=tuple(mask), steps=tuple(steps), negative=negative)
+
+
+# Notes §5/§6.3: outcomes 1, 0, 1, 0 with 2, 3, 2, 1 steps; step rewards valid +0.1, repeated -0.1,
+# malformed -0.2, verdict 0.
+NOTES = [
+    _rollout(0, 1.0, [2, 3], [0.1, 0.0]),
+    _rollout(0, 0.0, [2, 2, 3], [0.1, -0.1, 0.0]),
+    _rollout(0, 1.0, [3, 2], [-0.2, 0.0]),
+    _rollout(0, 0.0, [4], [0.0]),
+]
+
+
+def _per_step(rollout: Rollout, values: list[float]) -> list[float]:
+    per_step = []
+    for start, end, _ in rollout.steps:
+        assert len({round(v, 9) for v in values[start:end]}) == 1  # one value across the step's tokens
+        per_step.append(round(values[start], 3))
+    return per_step
+
+
+def test_grpo_is_stock_group_norm_on_every_action_token() -> None:
+    result = advantages(NOTES, AdvantageConfig(mode="grpo"))
+    for rollout, values, expected in zip(NOTES, result, [0.866, -0.866, 0.866, -0.866], strict=True):
+        assert {round(v, 3) for v, m in zip(values, rollout.action_mask, strict=True) if m} == {expected}
+        assert all(v == 0.0 for v, m in zip(values, rollout.action_mask, strict=True) if not m)
+
+
+def test_process_additive_reproduces_the_notes_fixture_and_coef_zero_is_grpo() -> None:
+    result = advantages(NOTES, AdvantageConfig(mode="process_additive", coef=1.0))
+    assert [_per_step(r, v) for r, v in zip(NOTES, result, strict=True)] == [
+        [2.127, 0.992],
+        [-0.488, -1.623, -0.740],
+        [-0.900, 0.992],
+        [-0.740],
+    ]
+    assert advantages(NOTES, AdvantageConfig(mode="process_additive", coef=0.0)) == advantages(NOTES)
+
+
+def test_stepgap_dense_pools_tokens_of_the_group() -> None:
+    # Spec §3.4: rollout 1 = G-2 (R_t = -0.10 x4, 0.30 x3, -0.05 x2), rollout 2 = G-1 (1.20 x6).
+    # G-2: EM 0, brackets -0.10, +0.30, -0.05; G-1: EM 1, brackets 0.20, 0.20.
+    rollouts = [_rollout(0, 0.0, [4, 3, 2], [-0.10, 0.30, -0.05]), _rollout(0, 1.0, [3, 3], [0.20, 0.20])]
+    result = advantages(rollouts, AdvantageConfig(mode="stepgap_dense", eps=1e-6))
+    assert _per_step(rollouts[0], result[0]) == pytest.approx([-1.005, -0.342, -0.922], abs=1e-3)
+    assert _per_step(rollouts[1], result[1]) == pytest.approx([1.148, 1.148], abs=1e-3)
+    assert [round(result[0][1], 4), round(result[0][6], 4), round(result[0][10], 4), round(result[1][1], 4)] == [
+        -1.0047,
+        -0.3423,
+        -0.9219,
+        1.1482,
+    ]
+
+
+def test_stepgap_dense_without_brackets_ranks_like_grpo_with_a_token_pooled_std() -> None:
+    rollouts = [_rollout(0, r, [3], [0.5]) for r in (1.0, 0.0, 1.0, 0.0)]
+    dense = advantages(rollouts, AdvantageConfig(mode="stepgap_dense", lam=0.0))
+    # 12 pooled tokens (6 ones, 6 zeros): unbiased std sqrt(3/11), not the per-sample sqrt(1/3).
+    assert [v[1] for v in dense] == pytest.approx([x * (3 / 11) ** -0.5 / 2 for x in (1, -1, 1, -1)])
+
+
+def test_stepgap_sequence_normalises_eq3_returns() -> None:
+    # Spec §3.4's sequence-level check: returns of G-1 ... G-8.
+    returns = [1.40, 0.15, -0.35, -0.10, 1.60, 1.10, 0.45, 1.35]
+    rollouts = [_rollout(0, r, [1], [0.0]) for r in returns]
+    result = advantages(rollouts, AdvantageConfig(mode="stepgap_sequence"))
+    assert [round(v[1], 4) for v in result] == [0.9272, -0.7285, -1.3908, -1.0596, 1.1921, 0.5298, -0.3311, 0.8609]
+    # The same returns reached through EM + λ·Σ steps.
+    split = [_rollout(0, 1.0, [1, 1], [0.2, 0.2]), _rollout(0, 0.0, [1, 1, 1], [-0.10, 0.30, -0.05])]
+    assert advantages(split, AdvantageConfig(mode="stepgap_sequence"))[0][1] == pytest.approx(1 / 2**0.5, abs=1e-6)
+
+
+def test_capo_halves_the_negative_class() -> None:
+    # RLSeek §3.4: r = [1.0, 0.5, 0.116667, -0.5]; the sample is non-hallucinated.
+    rewards = [1.0, 0.5, 0.116667, -0.5]
+    plain = [v[1] for v in advantages([_rollout(0, r, [1], [0.0]) for r in rewards])]
+    assert plain == pytest.approx([1.138846, 0.348895, -0.256734, -1.231007], abs=1e-5)
+    capo = advantages([_rollout(0, r, [1], [0.0], negative=True) for r in rewards], AdvantageConfig(mode="capo"))
+    assert [v[1] for v in capo] == pytest.approx([0.569423, 0.174448, -0.128367, -0.615504], abs=1e-5)
+    mixed = advantages([_rollout(0, r, [1], [0.0], negative=False) for r in rewards], AdvantageConfig(mode="capo"))
+    assert [v[1] for v in mixed] == pytest.approx(plain)
+
+
+def test_groups_are_normalised_separately_and_a_lone_sample_gets_zero() -> None:
+    rollouts = [*NOTES, _rollout(1, 5.0, [2], [0.0])]
+    result = advantages(rollouts)
+    assert result[4] == [0.0, 0.0, 0.0]
+    assert result[:4] == advantages(NOTES)
+
+
+@pytest.mark.parametrize("mode", ["grpo", "capo", "stepgap_dense", "stepgap_sequence", "process_additive"])
+def test_unequal_step_counts_keep_masks_and_shapes(mode: str) -> None:
+    result = advantages(NOTES, AdvantageConfig(mode=mode))  # type: ignore[arg-type]
+    for rollout, values in zip(NOTES, result, strict=True):
+        assert len(values) == len(rollout.action_mask)
+        assert all(v == 0.0 for v, m in zip(values, rollout.action_mask, strict=True) if not m)
+
+
+def test_process_additive_early_tokens_of_long_rollouts_sum_more_steps() -> None:
+    # Two rollouts with the same outcome; the long one repeats a rewarded step: its first step's tokens carry
+    # every later step's normalised value, the documented bias of reverse-cumulative process terms.
+    short = _rollout(0, 1.0, [2], [0.1])
+    long = _rollout(0, 1.0, [2, 2, 2], [0.1, 0.1, 0.1])
+    other = _rollout(0, 1.0, [2], [-0.1])
+    result = advantages([short, long, other], AdvantageConfig(mode="process_additive"))
+    assert result[1][1] == pytest.approx(3 * result[0][1]) and result[1][1] > result[1][7] > 0
+
+
+def test_steps_outside_the_mask_are_refused() -> None:
+    with pytest.raises(ValueError, match="outside the 2 mask positions"):
+        Rollout(group=0, outcome=1.0, action_mask=(1, 1), steps=((1, 3, 0.0),))
