@@ -1,0 +1,120 @@
+"""The agent executor driven the way OpenRLHF drives it (a fake rollout engine, a real tokenizer): the exact token
+layout of a sample -- prompt, policy and environment tokens, action ranges, rollout logprobs, per-step spans --
+for a two-search Veri-R1 episode and an RLSeek episode; the honest ``truncated`` flag; label errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from evigraph.errors import ConfigError
+from evigraph.training.executor import GraphExecutor, RolloutConfig, load_rollout_config
+from evigraph.training.samples import STEP_INDEX_KEY, STEP_VALUE_KEY, steps_from_lists
+from tests.agents.veri_r1.test_graph import ANSWER_REFUTE, CLAIM, PLAN, DictSearch
+from tests.training.fakes import LOGPROB, FakeEngine, FakeSamplingParams
+
+T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
+D = "The Eiffel Tower was completed in 1889. It is 330 metres tall."
+RLSEEK_REPLY = (
+    '## Step 1: Check "330 metres tall"\n- Evidence: <quote>It is 330 metres tall.</quote>\n- Evaluation: same.\n'
+    '## Step 2: Check "completed in 1899"\n- Evidence: <quote>The tower was finished in 1889</quote>\n'
+    '- Evaluation: 1889.\n## Final Output\n```json\n{"hallucination list": ["1899"]}\n```'
+)
+
+
+def _execute(executor: GraphExecutor, engine: FakeEngine, label: dict[str, Any], max_length: int = 4096) -> dict:
+    params = FakeSamplingParams(temperature=0.9, max_tokens=64)
+    return asyncio.run(
+        executor.execute("<prompt>", json.dumps(label), params, max_length, engine.tokenizer, engine, images=None)
+    )
+
+
+def _layout_holds(sample: dict[str, Any], engine: FakeEngine, tokenizer: Any) -> None:
+    """Every engine call saw exactly the sequence so far; action ranges are exactly the generated tokens."""
+    tokens, ranges = sample["observation_tokens"], sample["action_ranges"]
+    assert len(ranges) == len(engine.calls)
+    for (prompt_ids, _), (start, _end) in zip(engine.calls, ranges, strict=True):
+        assert prompt_ids == tokens[:start]  # prefix-stable: no re-tokenisation of earlier turns
+    logprobs = sample["rollout_log_probs"]
+    assert len(logprobs) == len(tokens)
+    in_action = {t for a, b in ranges for t in range(a, b)}
+    assert all((v == LOGPROB) == (t in in_action) for t, v in enumerate(logprobs))
+
+
+def test_rlseek_episode_layout_reward_and_step_spans(qwen2_style_tokenizer: Any) -> None:
+    executor = GraphExecutor(RolloutConfig(agent="rlseek", step_value="quote"))
+    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    label = {"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}}
+    sample = _execute(executor, engine, label)
+    _layout_holds(sample, engine, qwen2_style_tokenizer)
+    (start, end) = sample["action_ranges"][0]
+    assert qwen2_style_tokenizer.decode(sample["observation_tokens"][start:end]).startswith("## Step 1")
+    assert sample["reward"] == pytest.approx(1 - (0 + 20 / 30) / 2) and sample["scores"] == sample["reward"]
+    assert sample["extra_logs"]["rlseek/span"] == 1.0 and sample["truncated"] is False
+    # The per-step lists rebuild each step's exact tokens (shifted by one, as OpenRLHF's action mask).
+    steps = steps_from_lists(sample["extra_logs"][STEP_INDEX_KEY], sample["extra_logs"][STEP_VALUE_KEY])
+    texts = [qwen2_style_tokenizer.decode(sample["observation_tokens"][a + 1 : b + 1]) for a, b, _ in steps]
+    assert [t.splitlines()[0] for t in texts] == [
+        '## Step 1: Check "330 metres tall"',
+        '## Step 2: Check "completed in 1899"',
+    ]
+    assert [v for _, _, v in steps] == pytest.approx([0.0, -1 / 3])
+    # The trainer's sampling fields, the graph's protocol fields.
+    params = engine.calls[0][1]
+    assert params.temperature == 0.9 and params.include_stop_str_in_output and params.skip_special_tokens is False
+
+
+def test_veri_r1_two_search_episode_masks_the_information_turns(qwen2_style_tokenizer: Any) -> None:
+    search = DictSearch()
+    executor = GraphExecutor(
+        RolloutConfig(agent="veri-r1", agent_config={"max_searches": 2}), resources={"search": search}
+    )
+    replies = [
+        f"{PLAN}\n<search>Hog Island Light</search>",
+        "<think>It is in Virginia. When was it first lit?</think>\n<search>Hog Island Light first lit</search>",
+        ANSWER_REFUTE,
+    ]
+    engine = FakeEngine(qwen2_style_tokenizer, replies)
+    gold = {"label": "REFUTES", "evidence": ["Hog Island Light_sentence_0", "Hog Island Light_sentence_3"]}
+    sample = _execute(executor, engine, {"input": {"claim": CLAIM}, "gold": gold})
+    _layout_holds(sample, engine, qwen2_style_tokenizer)
+    tokens, ranges = sample["observation_tokens"], sample["action_ranges"]
+    assert len(ranges) == 3 and search.queries == ["Hog Island Light", "Hog Island Light first lit"]
+    between = [qwen2_style_tokenizer.decode(tokens[ranges[i][1] : ranges[i + 1][0]]) for i in range(2)]
+    assert all("<information>" in text for text in between)  # environment text: outside every action range
+    assert not any("<information>" in qwen2_style_tokenizer.decode(tokens[a:b]) for a, b in ranges)
+    assert sample["reward"] > 0 and STEP_INDEX_KEY not in sample["extra_logs"]
+
+
+def test_a_run_cut_by_max_length_is_flagged_truncated(qwen2_style_tokenizer: Any) -> None:
+    executor = GraphExecutor(RolloutConfig(agent="rlseek"))
+    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    label = {"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}}
+    full = _execute(executor, FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY]), label)
+    prompt_length = full["action_ranges"][0][0]
+    sample = _execute(executor, engine, label, max_length=prompt_length + 10)
+    assert sample["truncated"] is True and len(sample["observation_tokens"]) <= prompt_length + 10
+    assert sample["extra_logs"]["rlseek/parse_ok"] == 0.0  # a cut reply is a parse failure (spec O7)
+
+
+def test_bad_labels_and_configs_fail_with_the_reason(
+    qwen2_style_tokenizer: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    executor = GraphExecutor(RolloutConfig(agent="rlseek"))
+    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    with pytest.raises(ConfigError, match="not the JSON"):
+        asyncio.run(executor.execute("p", "not json", FakeSamplingParams(), 100, qwen2_style_tokenizer, engine))
+    with pytest.raises(ConfigError, match="retriever_url"):
+        GraphExecutor(RolloutConfig(agent="veri-r1"))
+    with pytest.raises(ConfigError, match="agent_config of rlseek"):
+        GraphExecutor(RolloutConfig(agent="rlseek", agent_config={"max_new_tokens": 0}))
+    monkeypatch.delenv("EVIGRAPH_ROLLOUT_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match="EVIGRAPH_ROLLOUT_CONFIG"):
+        load_rollout_config()
+    path = tmp_path / "rollout.json"
+    path.write_text(json.dumps({"agent": "rlseek", "step_value": "quote"}))
+    monkeypatch.setenv("EVIGRAPH_ROLLOUT_CONFIG", str(path))
+    assert load_rollout_config().step_value == "quote"

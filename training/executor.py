@@ -1,0 +1,167 @@
+"""One training episode = one run of the agent's own compiled graph (the rollout *is* the graph).
+
+OpenRLHF constructs the agent file's ``AgentExecutor`` with no arguments inside every vLLM rollout actor and
+calls ``execute`` once per sample, the samples of a prompt concurrently on one event loop.
+:class:`GraphExecutor` is what that class delegates to: built once per actor from a :class:`RolloutConfig`
+(read from the JSON file :data:`CONFIG_ENV` names, which ``evigraph train`` puts into Ray's ``runtime_env``), it
+compiles the graph once, and per sample runs it in strict token mode on an :class:`~.engine.EngineGenerator`
+bound to the actor's engine, with the run's ``max_length`` as the sequence budget. Retrieval goes to one
+``evigraph corpus serve`` process through :class:`~evigraph.tools.remote_search.RemoteSearch` (no JVM in any
+rollout actor).
+
+The label is the JSON string the data converters write: ``{"input": {...graph input...}, "gold": {...}}``.
+The sample's reward is the configured reward of the agent (its ``scalar``); the per-step values of a process
+reward travel as the per-step lists of :mod:`.samples`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evigraph.errors import ConfigError
+from evigraph.graphs.context import RunContext
+from evigraph.rewards import AgentReward, Rewards
+from evigraph.training.engine import EngineGenerator
+from evigraph.training.samples import openrlhf_sample
+from evigraph.trajectory import Trajectory
+
+__all__ = ("CONFIG_ENV", "GraphExecutor", "RolloutConfig", "load_rollout_config")
+
+CONFIG_ENV = "EVIGRAPH_ROLLOUT_CONFIG"
+"""The environment variable holding the path of the rollout config inside the rollout actors."""
+
+
+class RolloutConfig(BaseModel):
+    """What every rollout actor needs to run the agent (written by ``evigraph train``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str
+    """The registered agent whose graph is the rollout."""
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    """Its config (validated by the agent's config model)."""
+    reward: str | None = None
+    """Which of the agent's rewards (default: its first)."""
+    reward_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of a configurable reward (StepGap's preset and λ)."""
+    step_value: str | None = None
+    """The per-step value the trainer's dense modes read (e.g. StepGap's ``bracket``, RLSeek's ``quote``);
+    ``None``: no per-step lists."""
+    retriever_url: str | None = None
+    """The retrieval server for agents that search (``evigraph corpus serve``)."""
+
+
+def load_rollout_config(path: str | os.PathLike[str] | None = None) -> RolloutConfig:
+    """The rollout config at ``path`` (default: the file :data:`CONFIG_ENV` names).
+
+    Raises:
+        ConfigError: no path, an unreadable file, or a config that does not validate (the message names it).
+    """
+    source = path if path is not None else os.environ.get(CONFIG_ENV)
+    if not source:
+        raise ConfigError(f"no rollout config: set {CONFIG_ENV} to the JSON file `evigraph train` wrote")
+    try:
+        return RolloutConfig.model_validate_json(Path(source).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"rollout config {source}: {error}") from None
+    except ValidationError as error:
+        raise ConfigError(f"rollout config {source}: {error}") from None
+
+
+class GraphExecutor:
+    """Runs one agent's graph per OpenRLHF sample (see the module docstring).
+
+    Args:
+        config: what to run.
+        resources: tools to build the graph with (tests pass fakes); by default a ``search`` resource is a
+            :class:`~evigraph.tools.remote_search.RemoteSearch` on ``config.retriever_url``.
+    """
+
+    def __init__(self, config: RolloutConfig, *, resources: dict[str, Any] | None = None) -> None:
+        from evigraph.registry import get_agent
+
+        self.config = config
+        agent = get_agent(config.agent).load()
+        config_model = agent.require("config")
+        try:
+            agent_config = config_model.model_validate(config.agent_config)
+        except ValidationError as error:
+            raise ConfigError(f"agent_config of {config.agent}: {error}") from None
+        self.reward: AgentReward = agent.reward(config.reward)
+        if config.reward_options:
+            configure = getattr(self.reward, "configure", None)
+            if configure is None:
+                raise ConfigError(f"reward {self.reward.__name__} takes no options")
+            self.reward = configure(self.reward.options.model_validate(config.reward_options))  # type: ignore[attr-defined]
+        self.graph = agent.require("graph_builder")(
+            None, config=agent_config, **(resources if resources is not None else self._resources(agent.spec))
+        )
+
+    def _resources(self, spec: Any) -> dict[str, Any]:
+        resources: dict[str, Any] = {}
+        if "search" in spec.resources:
+            if self.config.retriever_url is None:
+                raise ConfigError(f"{spec.name} searches: give retriever_url (an `evigraph corpus serve` address)")
+            from evigraph.tools.remote_search import RemoteSearch
+
+            resources["search"] = RemoteSearch(self.config.retriever_url)
+        if "nli" in spec.resources:
+            resources["nli"] = None  # the graph's own fallback (the policy scores entailment) until configured
+        return resources
+
+    async def execute(
+        self,
+        prompt: str,
+        label: str,
+        sampling_params: Any,
+        max_length: int,
+        hf_tokenizer: Any,
+        llm_engine: Any,
+        images: Any = None,
+        **_: Any,
+    ) -> dict[str, Any]:
+        """One sample: the graph's run on the label's input, as OpenRLHF's response dict."""
+        inputs, gold = _read_label(label)
+        generator = EngineGenerator(llm_engine, hf_tokenizer, sampling_params, context_window=max_length)
+        context = RunContext(generator=generator, strict_tokens=True, max_sequence_tokens=max_length)
+        state = await self.graph.ainvoke(inputs, context=context)
+        trajectory: Trajectory = state["trajectory"]
+        rewards = self.reward(trajectory, self.reward.gold_schema.model_validate(gold))
+        return openrlhf_sample(
+            trajectory,
+            prompt=prompt,
+            label=label,
+            reward=rewards.value,
+            max_length=max_length,
+            step_values=self._step_values(trajectory, rewards),
+            logs={f"{self.config.agent}/{k}": v for k, v in rewards.as_dict().items()},
+            images=images,
+        )
+
+    def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[tuple[tuple[int, int], float]]:
+        name = self.config.step_value
+        if name is None:
+            return []
+        spans = {s.index: s.token_span for s in trajectory.steps}
+        values = []
+        for step in rewards.steps:
+            span = step.token_span or spans.get(step.index)
+            if span is not None and name in step.values:
+                values.append((span, step.values[name]))
+        return values
+
+
+def _read_label(label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``{"input": {...}, "gold": {...}}`` from the label string."""
+    try:
+        record = json.loads(label)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"the sample's label is not the JSON evigraph's converters write: {error}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("input"), dict):
+        raise ConfigError('the sample\'s label must be {"input": {...}, "gold": {...}}')
+    return record["input"], record.get("gold") or {}
