@@ -58,7 +58,9 @@ HOOKS: tuple[str, ...] = ("run", "eval", "score", "reward")
 lowercase name is an agent command of its own, run as ``evigraph NAME AGENT`` (Veri-R1's ``filter``,
 RLSeek's ``prepare``); agents may share such a name."""
 
-BUILTIN_COMMANDS: frozenset[str] = frozenset({"info", "setup", "generate", "corpus", "eval", "score", "reward", "help"})
+BUILTIN_COMMANDS: frozenset[str] = frozenset(
+    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "train", "help"}
+)
 """Top-level command names no agent verb or command of its own may take."""
 
 Resource = Literal["search", "nli"]

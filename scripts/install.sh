@@ -13,4 +13,7 @@ TORCH_SPEC="${EVIGRAPH_TORCH_SPEC:-torch==2.13.0}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "$TORCH_SPEC"
 .venv/bin/python -m pip install --quiet -c scripts/constraints-cpu.txt -e '.[dev]'
+# OpenRLHF's own code for the trainer contract tests, without its GPU dependencies (flash-attn cannot build
+# here); training itself needs the [train] extra on a GPU machine.
+.venv/bin/python -m pip install --quiet --no-deps openrlhf==0.11.2
 .venv/bin/evigraph setup "$@"

@@ -204,6 +204,9 @@ def build_app() -> typer.Typer:
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
+    from evigraph.cli.train import train_command
+
+    application.command(name="train")(train_command)
     hooks = {
         "eval": "Evaluate an agent over a data file (resumable).",
         "score": "Score predictions against gold records and print the report JSON.",

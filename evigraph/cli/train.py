@@ -1,0 +1,130 @@
+"""``evigraph train CONFIG``: an agent's GRPO run on OpenRLHF, from a shipped or user training config.
+
+The command converts ``--data`` with the agent's evaluation adapter into OpenRLHF prompt JSONL, writes the
+rollout config every rollout actor reads, and starts :mod:`evigraph.training.launch` with OpenRLHF's flags from
+the config. ``--dry-run`` stops before starting and prints the exact command line (also written to
+``OUT/command.sh``). Training needs the ``[train]`` extra on a GPU machine; on any other machine the command
+says what is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from evigraph.errors import ConfigError, MissingDependencyError
+
+__all__ = ("train_command", "training_plan")
+
+console = Console()
+err_console = Console(stderr=True)
+
+_DENSE_MODES = ("stepgap_dense", "stepgap_sequence", "process_additive")
+_TRAIN_HINT = "pip install 'evigraph[train]' in its own environment on a GPU machine (README: Training)"
+
+
+def training_plan(
+    config_name: str, *, model: str, data: Path, out: Path, retriever_url: str | None, overrides: list[str]
+) -> tuple[list[str], dict[str, str], int]:
+    """Write the prompt data and rollout config under ``out``; return the launcher's argv, its extra
+    environment and the number of training prompts.
+
+    Raises:
+        ConfigError: a bad config or override, records without gold, a mode the config cannot run.
+    """
+    from evigraph.files import atomic_write
+    from evigraph.registry import get_agent
+    from evigraph.training import advantage_patch, executor
+    from evigraph.training.config import load_train_config, openrlhf_argv
+    from evigraph.training.data import write_prompt_dataset
+
+    config = load_train_config(config_name, overrides)
+    agent = get_agent(config.agent).load()
+    adapter = agent.require("evaluation")
+    if config.advantage.mode in _DENSE_MODES and config.step_value is None:
+        raise ConfigError(f"advantage mode {config.advantage.mode} reads per-step values: set step_value")
+    if config.advantage.mode != "grpo" and config.openrlhf.get("algo.advantage.estimator") != "group_norm":
+        raise ConfigError(f"advantage mode {config.advantage.mode} builds on algo.advantage.estimator: group_norm")
+    if "search" in agent.spec.resources and retriever_url is None:
+        raise ConfigError(
+            f"{config.agent} searches while it trains: start `evigraph corpus serve CORPUS` and pass its address "
+            "with --retriever-url"
+        )
+    records = adapter.load_records(data, limit=None, seed=None)
+    inputs = [adapter.graph_input(r) for r in records]
+    missing = [str(r.id) for r, i in zip(records, inputs, strict=True) if not i.get("gold")]
+    if missing:
+        raise ConfigError(
+            f"{data}: training needs gold answers; {len(missing)} record(s) have none, e.g. {missing[0]!r}"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    prompts = out / "prompts.jsonl"
+    n_prompts = write_prompt_dataset(config.agent, inputs, prompts)
+    rollout = executor.RolloutConfig(
+        agent=config.agent,
+        agent_config=config.agent_config,
+        reward=config.reward,
+        reward_options=config.reward_options,
+        step_value=config.step_value,
+        retriever_url=retriever_url,
+    )
+    atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
+    flags = {
+        **config.openrlhf,
+        "actor.model_name_or_path": model,
+        "data.prompt_dataset": str(prompts.resolve()),
+        "train.agent_func_path": str(Path(executor.__file__).with_name("agent_func.py")),
+        "ckpt.output_dir": str((out / "ckpt").resolve()),
+        "logger.tensorboard_dir": str((out / "tensorboard").resolve()),
+    }
+    argv = [sys.executable, "-m", "evigraph.training.launch", "--", *openrlhf_argv(flags)]
+    env = {
+        executor.CONFIG_ENV: str((out / "rollout.json").resolve()),
+        advantage_patch.CONFIG_ENV: config.advantage.model_dump_json(),
+    }
+    return argv, env, n_prompts
+
+
+def train_command(
+    config: Annotated[str, typer.Argument(help="A shipped config (veri-r1, rlseek) or a YAML file.")],
+    model: Annotated[str, typer.Option("--model", help="The policy: a Hugging Face model directory or name.")],
+    data: Annotated[Path, typer.Option("--data", help="Training records, any format `evigraph eval` reads.")],
+    out: Annotated[Path, typer.Option("--out", help="Run directory: prompts, rollout config, checkpoints.")],
+    retriever_url: Annotated[
+        str | None, typer.Option("--retriever-url", help="`evigraph corpus serve` address (searching agents).")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a config key: openrlhf.actor.adam.lr=5e-7.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the OpenRLHF command line and stop.")] = False,
+) -> None:
+    """Train an agent with multi-turn GRPO on OpenRLHF (its own graph is the rollout)."""
+    from evigraph.training.config import shell_line
+
+    argv, env, n_prompts = training_plan(
+        config, model=model, data=data, out=out, retriever_url=retriever_url, overrides=list(overrides or [])
+    )
+    line = " ".join(f"{k}={shell_line([v])}" for k, v in env.items()) + " " + shell_line(argv)
+    from evigraph.files import atomic_write
+
+    atomic_write(out / "command.sh", "#!/usr/bin/env bash\n" + line + "\n")
+    err_console.print(f"[dim]{n_prompts} training prompts in {out / 'prompts.jsonl'}[/]")
+    if dry_run:
+        sys.stdout.write(line + "\n")
+        return
+    for module in ("openrlhf", "ray", "vllm", "deepspeed"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(module, _TRAIN_HINT)
+    import os
+
+    done = subprocess.run(argv, env={**os.environ, **env}, check=False)
+    if done.returncode:
+        raise typer.Exit(done.returncode)
+    console.print_json(json.dumps({"checkpoints": str(out / "ckpt")}))

@@ -1,0 +1,97 @@
+"""`evigraph train --dry-run`: every shipped config's command line parses with OpenRLHF 0.11.2's real argparse
+and passes its post-parse checks; the prompt data and rollout config it writes are what the executor reads;
+overrides and refusals."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evigraph.errors import ConfigError
+from evigraph.training.config import builtin_configs, load_train_config
+from evigraph.training.executor import RolloutConfig
+from tests.training.openrlhf_real import parse_train_ppo_ray
+
+FIXTURE = Path(str(files("evigraph.agents.rlseek.fixtures")))
+
+
+def _veri_r1_data(tmp_path: Path) -> Path:
+    rows = [
+        {"id": "c1", "claim": "Hog Island Light was first lit in 1853.", "label": "REFUTES",
+         "evidence": ["Hog Island Light_sentence_3"]},
+        {"id": "c2", "claim": "Hog Island is in Virginia.", "label": "SUPPORTS", "evidence": ["Hog Island_sentence_0"]},
+    ]  # fmt: skip
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _plan(tmp_path: Path, config: str, **kwargs: Any) -> tuple[list[str], dict[str, str], int]:
+    from evigraph.cli.train import training_plan
+
+    data = FIXTURE if config == "rlseek" else _veri_r1_data(tmp_path)
+    url = "http://127.0.0.1:8000/retrieve" if config == "veri-r1" else None
+    defaults = {"model": "/models/Qwen2.5-7B-Instruct", "data": data, "out": tmp_path / "run", "retriever_url": url,
+                "overrides": []}  # fmt: skip
+    return training_plan(config, **{**defaults, **kwargs})
+
+
+@pytest.mark.parametrize("config", sorted(builtin_configs()))
+def test_every_shipped_config_parses_with_openrlhf_0_11_2(config: str, tmp_path: Path, monkeypatch: Any) -> None:
+    argv, env, n_prompts = _plan(tmp_path, config)
+    assert argv[1:4] == ["-m", "evigraph.training.launch", "--"]
+    args = parse_train_ppo_ray(monkeypatch, argv[4:])
+    assert args.train.agent_func_path.endswith("training/agent_func.py")
+    assert args.reward.remote_url == ["agent"]  # OpenRLHF's own switch to the agent path
+    assert args.algo.advantage.estimator == "group_norm" and args.rollout.n_samples_per_prompt > 1
+    shipped = load_train_config(config)
+    assert args.rollout.n_samples_per_prompt == shipped.openrlhf["rollout.n_samples_per_prompt"]
+    assert args.actor.adam.lr == shipped.openrlhf["actor.adam.lr"]
+    rollout = RolloutConfig.model_validate_json(Path(env["EVIGRAPH_ROLLOUT_CONFIG"]).read_text())
+    assert rollout.agent == shipped.agent and rollout.agent_config == shipped.agent_config
+    lines = [json.loads(x) for x in Path(args.data.prompt_dataset).read_text().splitlines()]
+    assert len(lines) == n_prompts > 0 and all(json.loads(x["label"])["gold"] for x in lines)
+
+
+def test_overrides_reach_the_command_line(tmp_path: Path, monkeypatch: Any) -> None:
+    overrides = ["openrlhf.actor.adam.lr=5e-7", "advantage.mode=capo", "openrlhf.rollout.n_samples_per_prompt=8"]
+    argv, env, _ = _plan(tmp_path, "rlseek", overrides=overrides)
+    args = parse_train_ppo_ray(monkeypatch, argv[4:])
+    assert args.actor.adam.lr == 5e-7 and args.rollout.n_samples_per_prompt == 8
+    assert json.loads(env["EVIGRAPH_ADVANTAGE_CONFIG"])["mode"] == "capo"
+
+
+def test_refusals_name_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--retriever-url"):
+        _plan(tmp_path, "veri-r1", retriever_url=None)
+    with pytest.raises(ConfigError, match="set step_value"):
+        _plan(tmp_path, "veri-r1", overrides=["advantage.mode=process_additive"])
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        _plan(tmp_path, "rlseek", overrides=["nonsense"])
+    with pytest.raises(ConfigError, match="no training config 'nope'"):
+        _plan(tmp_path, "nope")
+    no_gold = tmp_path / "nogold.jsonl"
+    no_gold.write_text('{"id": "x", "claim": "A claim."}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="training needs gold answers"):
+        _plan(tmp_path, "veri-r1", data=no_gold)
+
+
+def test_the_cli_prints_a_runnable_line_and_refuses_without_the_train_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "evigraph.cli.app", "train", "rlseek", "--model", "m", "--data", str(FIXTURE),
+            "--out", str(out)]  # fmt: skip
+    done = subprocess.run([*base, "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(done.stdout.strip())
+    assert words[0].startswith("EVIGRAPH_ROLLOUT_CONFIG=") and "--train.agent_func_path" in words
+    assert (out / "command.sh").read_text().strip().endswith(done.stdout.strip())
+    done = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "evigraph[train]" in done.stderr

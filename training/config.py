@@ -1,0 +1,150 @@
+"""Training configs: one YAML per agent in ``training/configs/`` mirroring its paper's table, overridable from the
+command line, and the exact OpenRLHF command line they make.
+
+A config names the agent, its reward (and options), the per-step value the dense advantage modes read, the
+advantage mode, the agent's own config, and ``openrlhf``: OpenRLHF 0.11.2's dotted flags without the leading
+dashes (``rollout.n_samples_per_prompt: 16``; ``true`` = a bare switch, ``false``/``null`` = left out, a list =
+several values). ``--set KEY=VALUE`` overrides any key (``openrlhf.actor.adam.lr=5e-7``,
+``advantage.mode=capo``); values are read as JSON, else as YAML scalars.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evigraph.errors import ConfigError
+from evigraph.training.advantages import AdvantageConfig
+
+__all__ = (
+    "OPENRLHF_MODULE",
+    "TrainConfig",
+    "apply_overrides",
+    "builtin_configs",
+    "load_train_config",
+    "openrlhf_argv",
+    "shell_line",
+)
+
+OPENRLHF_MODULE = "openrlhf.cli.train_ppo_ray"
+
+
+class TrainConfig(BaseModel):
+    """One training run's settings (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str
+    description: str = ""
+    reward: str | None = None
+    reward_options: dict[str, Any] = Field(default_factory=dict)
+    step_value: str | None = None
+    advantage: AdvantageConfig = AdvantageConfig()
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    openrlhf: dict[str, Any] = Field(default_factory=dict)
+
+
+def builtin_configs() -> dict[str, Path]:
+    """Name → path of the shipped configs (``training/configs/<name>.yaml``)."""
+    folder = Path(str(files("evigraph.training") / "configs"))
+    return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
+
+
+def load_train_config(name_or_path: str, overrides: Sequence[str] = ()) -> TrainConfig:
+    """A shipped config by name (``rlseek``) or a YAML file, with ``KEY=VALUE`` overrides applied.
+
+    Raises:
+        ConfigError: an unknown name, an unreadable file, a bad override or a config that does not validate
+            (the message names the file and the field).
+    """
+    shipped = builtin_configs()
+    path = shipped.get(name_or_path) or Path(name_or_path)
+    if not path.is_file():
+        raise ConfigError(f"no training config {name_or_path!r}: give a YAML file or one of {', '.join(shipped)}")
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: {error}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: a training config is a mapping")
+    tree = apply_overrides(tree, overrides)
+    try:
+        return TrainConfig.model_validate(tree)
+    except ValidationError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def apply_overrides(tree: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """``tree`` with each ``KEY=VALUE`` applied; keys under ``openrlhf.`` keep their dots (they are flag names).
+
+    Example:
+        >>> tree = {"openrlhf": {"actor.adam.lr": 1e-6}}
+        >>> apply_overrides(tree, ["openrlhf.actor.adam.lr=5e-7", "advantage.mode=capo"])
+        {'openrlhf': {'actor.adam.lr': 5e-07}, 'advantage': {'mode': 'capo'}}
+    """
+    result: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
+    for override in overrides:
+        key, sep, raw = override.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {override!r}: expected KEY=VALUE", source="--set")
+        value = _scalar(raw)
+        head, _, rest = key.partition(".")
+        if head == "openrlhf" and rest:
+            result.setdefault("openrlhf", {})[rest] = value
+        elif rest:
+            section = result.setdefault(head, {})
+            if not isinstance(section, dict):
+                raise ConfigError(f"--set {override!r}: {head} is not a section", source="--set")
+            *parents, leaf = rest.split(".")
+            for part in parents:
+                section = section.setdefault(part, {})
+            section[leaf] = value
+        else:
+            result[head] = value
+    return result
+
+
+def _scalar(raw: str) -> Any:
+    """A ``--set`` value: JSON first (``5e-7`` is a number there, not in YAML 1.1), else a YAML scalar."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return yaml.safe_load(raw) if raw else ""
+
+
+def openrlhf_argv(flags: Mapping[str, Any]) -> list[str]:
+    """OpenRLHF's command-line arguments for ``flags`` (see the module docstring).
+
+    Example:
+        >>> flags = {"train.colocate_all": True, "vllm.enable_sleep": False, "algo.dynamic_filtering_range": [0, 1]}
+        >>> openrlhf_argv(flags)
+        ['--train.colocate_all', '--algo.dynamic_filtering_range', '0', '1']
+    """
+    argv: list[str] = []
+    for key, value in flags.items():
+        if value is None or value is False:
+            continue
+        argv.append(f"--{key}")
+        if value is True:
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        argv.extend(_flag_value(v) for v in values)
+    return argv
+
+
+def _flag_value(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def shell_line(argv: Sequence[str]) -> str:
+    """``argv`` as one copy-pasteable shell line."""
+    return shlex.join(argv)
