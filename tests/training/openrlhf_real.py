@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ("openrlhf_root", "parse_train_ppo_ray", "stub_modules")
+__all__ = (
+    "import_experience_maker",
+    "import_samples_generator",
+    "openrlhf_root",
+    "parse_train_ppo_ray",
+    "stub_modules",
+)
 
 
 def openrlhf_root() -> Path:
@@ -83,3 +89,56 @@ def parse_train_ppo_ray(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Any
         namespace,
     )
     return captured[0]
+
+
+def import_samples_generator(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The real ``openrlhf.trainer.ppo_utils.samples_generator`` (Ray and vLLM stubbed)."""
+    root = openrlhf_root()
+    stub_modules(
+        monkeypatch,
+        {
+            "ray": {"is_initialized": lambda: False},
+            "vllm": {"SamplingParams": type("SamplingParams", (), {}), "__version__": "0.29.0"},
+            "openrlhf.trainer.ray": {},
+            "openrlhf.trainer.ray.vllm_engine": {"batch_vllm_engine_call": lambda *a, **k: None},
+            "openrlhf.utils": {},
+        },
+        {"openrlhf.trainer.ray": str(root / "trainer" / "ray"), "openrlhf.utils": str(root / "utils")},
+    )
+    _forget(monkeypatch, "openrlhf.trainer.ppo_utils")
+    import importlib
+
+    return importlib.import_module("openrlhf.trainer.ppo_utils.samples_generator")
+
+
+def import_experience_maker(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The real ``openrlhf.trainer.ppo_utils.experience_maker`` (Ray, DeepSpeed and the model zoo stubbed; the
+    reward and advantage code it imports from ``openrlhf.models.utils`` is real)."""
+    root = openrlhf_root()
+    stub_modules(
+        monkeypatch,
+        {
+            "ray": {"is_initialized": lambda: False},
+            "deepspeed": {},
+            "openrlhf.models": {},
+            "openrlhf.trainer.ray": {},
+            "openrlhf.trainer.ray.launcher": {"RayActorGroup": type("RayActorGroup", (), {})},
+            "openrlhf.utils": {},
+        },
+        {
+            "openrlhf.models": str(root / "models"),
+            "openrlhf.trainer.ray": str(root / "trainer" / "ray"),
+            "openrlhf.utils": str(root / "utils"),
+        },
+    )
+    _forget(monkeypatch, "openrlhf.trainer.ppo_utils")
+    _forget(monkeypatch, "openrlhf.models.utils")
+    import importlib
+
+    return importlib.import_module("openrlhf.trainer.ppo_utils.experience_maker")
+
+
+def _forget(monkeypatch: pytest.MonkeyPatch, prefix: str) -> None:
+    """Drop cached modules under ``prefix`` for this test only (they were imported against other stubs)."""
+    for name in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
+        monkeypatch.delitem(sys.modules, name)

@@ -99,7 +99,19 @@ def test_wrap_is_idempotent_and_refuses_other_estimators() -> None:
     assert calls == [0, 2]
 
 
-def test_the_import_hook_patches_only_when_the_module_is_imported(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.fixture
+def fake_openrlhf_modules() -> Any:
+    """Drop the fake ``openrlhf`` modules a test imports, so later tests see the real package again."""
+    saved = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "openrlhf"}
+    yield
+    for name in [m for m in sys.modules if m.split(".")[0] == "openrlhf"]:
+        del sys.modules[name]
+    sys.modules.update(saved)
+
+
+def test_the_import_hook_patches_only_when_the_module_is_imported(
+    tmp_path: Path, monkeypatch: Any, fake_openrlhf_modules: None
+) -> None:
     package = tmp_path / "openrlhf" / "trainer" / "ppo_utils"
     package.mkdir(parents=True)
     for folder in (tmp_path / "openrlhf", tmp_path / "openrlhf" / "trainer", package):
