@@ -59,7 +59,7 @@ lowercase name is an agent command of its own, run as ``evigraph NAME AGENT`` (V
 RLSeek's ``prepare``); agents may share such a name."""
 
 BUILTIN_COMMANDS: frozenset[str] = frozenset(
-    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "train", "help"}
+    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "train", "train-sft", "export-sft", "help"}
 )
 """Top-level command names no agent verb or command of its own may take."""
 

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,15 +25,26 @@ from evigraph.training.advantages import AdvantageConfig
 
 __all__ = (
     "OPENRLHF_MODULE",
+    "SFTConfig",
     "TrainConfig",
     "apply_overrides",
     "builtin_configs",
+    "load_sft_config",
     "load_train_config",
     "openrlhf_argv",
     "shell_line",
 )
 
 OPENRLHF_MODULE = "openrlhf.cli.train_ppo_ray"
+
+
+class SFTConfig(BaseModel):
+    """One supervised run: OpenRLHF ``train_sft`` flags (``training/configs/sft/<name>.yaml``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    description: str = ""
+    openrlhf: dict[str, Any] = Field(default_factory=dict)
 
 
 class TrainConfig(BaseModel):
@@ -51,20 +62,33 @@ class TrainConfig(BaseModel):
     openrlhf: dict[str, Any] = Field(default_factory=dict)
 
 
-def builtin_configs() -> dict[str, Path]:
-    """Name → path of the shipped configs (``training/configs/<name>.yaml``)."""
+def builtin_configs(kind: str = "grpo") -> dict[str, Path]:
+    """Name → path of the shipped configs: ``training/configs/<name>.yaml`` (GRPO) or ``configs/sft/`` (SFT)."""
     folder = Path(str(files("evigraph.training") / "configs"))
+    if kind == "sft":
+        folder = folder / "sft"
     return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
 
 
 def load_train_config(name_or_path: str, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A shipped config by name (``rlseek``) or a YAML file, with ``KEY=VALUE`` overrides applied.
+    """A shipped GRPO config by name (``rlseek``) or a YAML file, with ``KEY=VALUE`` overrides applied.
 
     Raises:
         ConfigError: an unknown name, an unreadable file, a bad override or a config that does not validate
             (the message names the file and the field).
     """
-    shipped = builtin_configs()
+    return _load(name_or_path, overrides, TrainConfig, builtin_configs())
+
+
+def load_sft_config(name_or_path: str, overrides: Sequence[str] = ()) -> SFTConfig:
+    """A shipped SFT config by name (``multiturn``) or a YAML file, with overrides (see :func:`load_train_config`)."""
+    return _load(name_or_path, overrides, SFTConfig, builtin_configs("sft"))
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+
+def _load(name_or_path: str, overrides: Sequence[str], schema: type[ConfigT], shipped: dict[str, Path]) -> ConfigT:
     path = shipped.get(name_or_path) or Path(name_or_path)
     if not path.is_file():
         raise ConfigError(f"no training config {name_or_path!r}: give a YAML file or one of {', '.join(shipped)}")
@@ -76,7 +100,7 @@ def load_train_config(name_or_path: str, overrides: Sequence[str] = ()) -> Train
         raise ConfigError(f"{path}: a training config is a mapping")
     tree = apply_overrides(tree, overrides)
     try:
-        return TrainConfig.model_validate(tree)
+        return schema.model_validate(tree)
     except ValidationError as error:
         raise ConfigError(f"{path}: {error}") from None
 

@@ -11,7 +11,8 @@ rollout actor).
 
 The label is the JSON string the data converters write: ``{"input": {...graph input...}, "gold": {...}}``.
 The sample's reward is the configured reward of the agent (its ``scalar``); the per-step values of a process
-reward travel as the per-step lists of :mod:`.samples`.
+reward travel as the per-step lists of :mod:`.samples`. A reward that defines ``is_negative(gold)`` (RLSeek:
+no gold span) marks each sample's class for CAPO (``info["evigraph_negative"]``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evigraph.errors import ConfigError
 from evigraph.graphs.context import RunContext
 from evigraph.rewards import AgentReward, Rewards
+from evigraph.training.advantage_patch import NEGATIVE_KEY
 from evigraph.training.engine import EngineGenerator
 from evigraph.training.samples import openrlhf_sample
 from evigraph.trajectory import Trajectory
@@ -131,7 +133,12 @@ class GraphExecutor:
         context = RunContext(generator=generator, strict_tokens=True, max_sequence_tokens=max_length)
         state = await self.graph.ainvoke(inputs, context=context)
         trajectory: Trajectory = state["trajectory"]
-        rewards = self.reward(trajectory, self.reward.gold_schema.model_validate(gold))
+        target = self.reward.gold_schema.model_validate(gold)
+        rewards = self.reward(trajectory, target)
+        logs = {f"{self.config.agent}/{k}": v for k, v in rewards.as_dict().items()}
+        is_negative = getattr(self.reward, "is_negative", None)
+        if is_negative is not None:  # CAPO's class flag; the same key on every sample of the run
+            logs[NEGATIVE_KEY] = float(is_negative(target))
         return openrlhf_sample(
             trajectory,
             prompt=prompt,
@@ -139,7 +146,7 @@ class GraphExecutor:
             reward=rewards.value,
             max_length=max_length,
             step_values=self._step_values(trajectory, rewards),
-            logs={f"{self.config.agent}/{k}": v for k, v in rewards.as_dict().items()},
+            logs=logs,
             images=images,
         )
 

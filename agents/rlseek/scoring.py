@@ -50,6 +50,11 @@ class RLSeekReward:
         self.penalty = penalty
         self.__name__ = name
 
+    @staticmethod
+    def is_negative(gold: RLSeekGold) -> bool:
+        """The sample's gold is the negative (non-hallucinated) class: CAPO's ``alpha`` applies to it."""
+        return not gold.spans
+
     def __call__(self, trajectory: Trajectory, gold: RLSeekGold) -> Rewards:
         output = detection_of(trajectory)
         span = span_reward(

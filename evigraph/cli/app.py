@@ -204,9 +204,11 @@ def build_app() -> typer.Typer:
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
-    from evigraph.cli.train import train_command
+    from evigraph.cli.train import export_sft_command, train_command, train_sft_command
 
     application.command(name="train")(train_command)
+    application.command(name="train-sft")(train_sft_command)
+    application.command(name="export-sft")(export_sft_command)
     hooks = {
         "eval": "Evaluate an agent over a data file (resumable).",
         "score": "Score predictions against gold records and print the report JSON.",

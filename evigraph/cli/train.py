@@ -1,4 +1,4 @@
-"""``evigraph train CONFIG``: an agent's GRPO run on OpenRLHF, from a shipped or user training config.
+"""``evigraph train CONFIG`` (an agent's GRPO run on OpenRLHF), ``evigraph export-sft`` and ``evigraph train-sft``.
 
 The command converts ``--data`` with the agent's evaluation adapter into OpenRLHF prompt JSONL, writes the
 rollout config every rollout actor reads, and starts :mod:`evigraph.training.launch` with OpenRLHF's flags from
@@ -21,7 +21,7 @@ from rich.console import Console
 
 from evigraph.errors import ConfigError, MissingDependencyError
 
-__all__ = ("train_command", "training_plan")
+__all__ = ("export_sft_command", "sft_plan", "train_command", "train_sft_command", "training_plan")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -128,3 +128,76 @@ def train_command(
     if done.returncode:
         raise typer.Exit(done.returncode)
     console.print_json(json.dumps({"checkpoints": str(out / "ckpt")}))
+
+
+def export_sft_command(
+    agent: Annotated[str, typer.Argument(help="The agent whose stored runs these are.")],
+    trajectories: Annotated[
+        Path, typer.Option("--trajectories", help="predictions.jsonl of `evigraph eval AGENT` (stored runs).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="SFT JSONL to write (one {messages} line per run).")],
+    min_reward: Annotated[
+        float | None, typer.Option("--min-reward", help="Keep runs whose reward scalar is at least this.")
+    ] = None,
+) -> None:
+    """Stored runs as multi-turn SFT data for OpenRLHF (`--data.multiturn`): failed runs are left out."""
+    from evigraph.files import atomic_writer
+    from evigraph.registry import get_agent
+    from evigraph.training.sft import sft_line
+
+    adapter = get_agent(agent).load().require("evaluation")
+    kept = skipped = 0
+    with atomic_writer(out) as writer:
+        for prediction in adapter.read_predictions(trajectories):
+            trajectory = getattr(prediction, "trajectory", None)
+            line = sft_line(trajectory) if trajectory is not None and trajectory.error is None else None
+            if line is None or (min_reward is not None and (line["reward"] is None or line["reward"] < min_reward)):
+                skipped += 1
+                continue
+            writer.write(json.dumps(line, ensure_ascii=False) + "\n")
+            kept += 1
+    console.print_json(json.dumps({"kept": kept, "skipped": skipped, "out": str(out)}))
+
+
+def sft_plan(config_name: str, *, model: str, data: Path, out: Path, overrides: list[str]) -> list[str]:
+    """The ``deepspeed`` command line of an OpenRLHF SFT run."""
+    from evigraph.training.config import load_sft_config, openrlhf_argv
+    from evigraph.training.sft import SFT_MODULE
+
+    config = load_sft_config(config_name, overrides)
+    if not data.is_file():
+        raise ConfigError(f"--data {data}: no such file (write it with `evigraph export-sft`)")
+    flags = {
+        **config.openrlhf,
+        "model.model_name_or_path": model,
+        "data.dataset": str(data.resolve()),
+        "ckpt.output_dir": str((out / "ckpt").resolve()),
+        "logger.tensorboard_dir": str((out / "tensorboard").resolve()),
+    }
+    return ["deepspeed", "--module", SFT_MODULE, *openrlhf_argv(flags)]
+
+
+def train_sft_command(
+    config: Annotated[str, typer.Argument(help="A shipped SFT config (multiturn) or a YAML file.")],
+    model: Annotated[str, typer.Option("--model", help="The model to fine-tune.")],
+    data: Annotated[Path, typer.Option("--data", help="SFT JSONL (from `evigraph export-sft`).")],
+    out: Annotated[Path, typer.Option("--out", help="Run directory: checkpoints and logs.")],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command line and stop.")] = False,
+) -> None:
+    """Supervised fine-tuning with OpenRLHF's SFT trainer (0.11.2 dotted flags)."""
+    from evigraph.files import atomic_write
+    from evigraph.training.config import shell_line
+
+    argv = sft_plan(config, model=model, data=data, out=out, overrides=list(overrides or []))
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "command.sh", "#!/usr/bin/env bash\n" + shell_line(argv) + "\n")
+    if dry_run:
+        sys.stdout.write(shell_line(argv) + "\n")
+        return
+    for module in ("openrlhf", "deepspeed"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(module, _TRAIN_HINT)
+    done = subprocess.run(argv, check=False)
+    if done.returncode:
+        raise typer.Exit(done.returncode)

@@ -16,8 +16,10 @@ import pytest
 __all__ = (
     "import_experience_maker",
     "import_samples_generator",
+    "import_sft_dataset",
     "openrlhf_root",
     "parse_train_ppo_ray",
+    "parse_train_sft",
     "stub_modules",
 )
 
@@ -78,16 +80,51 @@ def parse_train_ppo_ray(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Any
         },
         {"openrlhf.trainer": str(root / "trainer"), "openrlhf.utils": str(root / "utils")},
     )
-    source = (root / "cli" / "train_ppo_ray.py").read_text(encoding="utf-8")
-    head, call, tail = source.rpartition("    train(args)")
-    assert call, "train_ppo_ray.py no longer ends its main block with train(args)"
-    captured: list[Any] = []
-    monkeypatch.setattr(sys, "argv", ["train_ppo_ray", *argv])
-    namespace = {"__name__": "__main__", "__captured__": captured}
-    exec(
-        compile(head + "    __captured__.append(args)" + tail, str(root / "cli" / "train_ppo_ray.py"), "exec"),
-        namespace,
+    return _run_main(monkeypatch, root / "cli" / "train_ppo_ray.py", argv)
+
+
+def parse_train_sft(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Any:
+    """Run the real ``openrlhf.cli.train_sft`` main block (argparse and checks) on ``argv``; return its args."""
+    root = openrlhf_root()
+    anything = type("Anything", (), {})
+    stub_modules(
+        monkeypatch,
+        {
+            "openrlhf.datasets": {"SFTDataset": anything},
+            "openrlhf.datasets.utils": {"blending_datasets": lambda *a, **k: None},
+            "openrlhf.models": {"Actor": anything},
+            "openrlhf.trainer": {},
+            "openrlhf.trainer.sft_trainer": {"SFTTrainer": anything},
+            "openrlhf.utils": {"get_strategy": lambda *a, **k: None, "get_tokenizer": lambda *a, **k: None},
+        },
+        {"openrlhf.trainer": str(root / "trainer"), "openrlhf.utils": str(root / "utils")},
     )
+    return _run_main(monkeypatch, root / "cli" / "train_sft.py", argv)
+
+
+def import_sft_dataset(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The real ``openrlhf.datasets.sft_dataset`` module."""
+    root = openrlhf_root()
+    stub_modules(
+        monkeypatch,
+        {"openrlhf.datasets": {}, "openrlhf.utils": {}},
+        {"openrlhf.datasets": str(root / "datasets"), "openrlhf.utils": str(root / "utils")},
+    )
+    _forget(monkeypatch, "openrlhf.datasets.sft_dataset")
+    import importlib
+
+    return importlib.import_module("openrlhf.datasets.sft_dataset")
+
+
+def _run_main(monkeypatch: pytest.MonkeyPatch, path: Path, argv: list[str]) -> Any:
+    """Execute a CLI module's main block with its final ``train(args)`` replaced by a capture."""
+    source = path.read_text(encoding="utf-8")
+    head, call, tail = source.rpartition("    train(args)")
+    assert call, f"{path.name} no longer ends its main block with train(args)"
+    captured: list[Any] = []
+    monkeypatch.setattr(sys, "argv", [path.stem, *argv])
+    namespace = {"__name__": "__main__", "__captured__": captured}
+    exec(compile(head + "    __captured__.append(args)" + tail, str(path), "exec"), namespace)
     return captured[0]
 
 

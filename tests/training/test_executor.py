@@ -54,6 +54,7 @@ def test_rlseek_episode_layout_reward_and_step_spans(qwen2_style_tokenizer: Any)
     assert qwen2_style_tokenizer.decode(sample["observation_tokens"][start:end]).startswith("## Step 1")
     assert sample["reward"] == pytest.approx(1 - (0 + 20 / 30) / 2) and sample["scores"] == sample["reward"]
     assert sample["extra_logs"]["rlseek/span"] == 1.0 and sample["truncated"] is False
+    assert sample["extra_logs"]["evigraph_negative"] == 0.0  # gold has a span: not CAPO's negative class
     # The per-step lists rebuild each step's exact tokens (shifted by one, as OpenRLHF's action mask).
     steps = steps_from_lists(sample["extra_logs"][STEP_INDEX_KEY], sample["extra_logs"][STEP_VALUE_KEY])
     texts = [qwen2_style_tokenizer.decode(sample["observation_tokens"][a + 1 : b + 1]) for a, b, _ in steps]
