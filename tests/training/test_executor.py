@@ -13,8 +13,8 @@ import pytest
 from evigraph.errors import ConfigError
 from evigraph.training.executor import GraphExecutor, RolloutConfig, load_rollout_config
 from evigraph.training.samples import STEP_INDEX_KEY, STEP_VALUE_KEY, steps_from_lists
+from evigraph.training.scripted_engine import LOGPROB, ScriptedEngine, ScriptedSamplingParams
 from tests.agents.veri_r1.test_graph import ANSWER_REFUTE, CLAIM, PLAN, DictSearch
-from tests.training.fakes import LOGPROB, FakeEngine, FakeSamplingParams
 
 T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
 D = "The Eiffel Tower was completed in 1889. It is 330 metres tall."
@@ -25,14 +25,14 @@ RLSEEK_REPLY = (
 )
 
 
-def _execute(executor: GraphExecutor, engine: FakeEngine, label: dict[str, Any], max_length: int = 4096) -> dict:
-    params = FakeSamplingParams(temperature=0.9, max_tokens=64)
+def _execute(executor: GraphExecutor, engine: ScriptedEngine, label: dict[str, Any], max_length: int = 4096) -> dict:
+    params = ScriptedSamplingParams(temperature=0.9, max_tokens=64)
     return asyncio.run(
         executor.execute("<prompt>", json.dumps(label), params, max_length, engine.tokenizer, engine, images=None)
     )
 
 
-def _layout_holds(sample: dict[str, Any], engine: FakeEngine, tokenizer: Any) -> None:
+def _layout_holds(sample: dict[str, Any], engine: ScriptedEngine, tokenizer: Any) -> None:
     """Every engine call saw exactly the sequence so far; action ranges are exactly the generated tokens."""
     tokens, ranges = sample["observation_tokens"], sample["action_ranges"]
     assert len(ranges) == len(engine.calls)
@@ -46,7 +46,7 @@ def _layout_holds(sample: dict[str, Any], engine: FakeEngine, tokenizer: Any) ->
 
 def test_rlseek_episode_layout_reward_and_step_spans(qwen2_style_tokenizer: Any) -> None:
     executor = GraphExecutor(RolloutConfig(agent="rlseek", step_value="quote"))
-    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    engine = ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
     label = {"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}}
     sample = _execute(executor, engine, label)
     _layout_holds(sample, engine, qwen2_style_tokenizer)
@@ -78,7 +78,7 @@ def test_veri_r1_two_search_episode_masks_the_information_turns(qwen2_style_toke
         "<think>It is in Virginia. When was it first lit?</think>\n<search>Hog Island Light first lit</search>",
         ANSWER_REFUTE,
     ]
-    engine = FakeEngine(qwen2_style_tokenizer, replies)
+    engine = ScriptedEngine(qwen2_style_tokenizer, replies)
     gold = {"label": "REFUTES", "evidence": ["Hog Island Light_sentence_0", "Hog Island Light_sentence_3"]}
     sample = _execute(executor, engine, {"input": {"claim": CLAIM}, "gold": gold})
     _layout_holds(sample, engine, qwen2_style_tokenizer)
@@ -92,9 +92,9 @@ def test_veri_r1_two_search_episode_masks_the_information_turns(qwen2_style_toke
 
 def test_a_run_cut_by_max_length_is_flagged_truncated(qwen2_style_tokenizer: Any) -> None:
     executor = GraphExecutor(RolloutConfig(agent="rlseek"))
-    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    engine = ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
     label = {"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}}
-    full = _execute(executor, FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY]), label)
+    full = _execute(executor, ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY]), label)
     prompt_length = full["action_ranges"][0][0]
     sample = _execute(executor, engine, label, max_length=prompt_length + 10)
     assert sample["truncated"] is True and len(sample["observation_tokens"]) <= prompt_length + 10
@@ -105,9 +105,9 @@ def test_bad_labels_and_configs_fail_with_the_reason(
     qwen2_style_tokenizer: Any, tmp_path: Any, monkeypatch: Any
 ) -> None:
     executor = GraphExecutor(RolloutConfig(agent="rlseek"))
-    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    engine = ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
     with pytest.raises(ConfigError, match="not the JSON"):
-        asyncio.run(executor.execute("p", "not json", FakeSamplingParams(), 100, qwen2_style_tokenizer, engine))
+        asyncio.run(executor.execute("p", "not json", ScriptedSamplingParams(), 100, qwen2_style_tokenizer, engine))
     with pytest.raises(ConfigError, match="retriever_url"):
         GraphExecutor(RolloutConfig(agent="veri-r1"))
     with pytest.raises(ConfigError, match="agent_config of rlseek"):

@@ -16,7 +16,7 @@ from evigraph.training import advantage_patch
 from evigraph.training.advantages import AdvantageConfig
 from evigraph.training.executor import GraphExecutor, RolloutConfig
 from evigraph.training.samples import STEP_INDEX_KEY, STEP_VALUE_KEY, step_lists, steps_from_lists
-from tests.training.fakes import FakeEngine, FakeSamplingParams
+from evigraph.training.scripted_engine import ScriptedEngine, ScriptedSamplingParams
 from tests.training.openrlhf_real import import_experience_maker, import_samples_generator, parse_train_ppo_ray
 from tests.training.test_executor import RLSEEK_REPLY, D, T
 
@@ -25,10 +25,10 @@ torch = pytest.importorskip("torch")
 
 def test_our_execute_result_becomes_an_openrlhf_experience(qwen2_style_tokenizer: Any, monkeypatch: Any) -> None:
     executor = GraphExecutor(RolloutConfig(agent="rlseek", step_value="quote"))
-    engine = FakeEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    engine = ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
     label = json.dumps({"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}})
     response = asyncio.run(
-        executor.execute("p", label, FakeSamplingParams(), 4096, qwen2_style_tokenizer, engine, images=None)
+        executor.execute("p", label, ScriptedSamplingParams(), 4096, qwen2_style_tokenizer, engine, images=None)
     )
     module = import_samples_generator(monkeypatch)
     generator = module.SamplesGenerator.__new__(module.SamplesGenerator)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from evigraph.training.executor import GraphExecutor, RolloutConfig
+from evigraph.training.scripted_engine import ScriptedEngine, ScriptedSamplingParams
 from tests.agents.veri_r1.test_graph import ANSWER_REFUTE, CLAIM, PLAN, DictSearch
-from tests.training.fakes import FakeEngine, FakeSamplingParams
 from tests.training.openrlhf_real import import_experience_maker, import_samples_generator
 
 torch = pytest.importorskip("torch")
@@ -29,8 +29,8 @@ def test_clipped_loss_gradients_flow_only_through_policy_tokens(qwen2_style_toke
     executor = GraphExecutor(RolloutConfig(agent="veri-r1"), resources={"search": DictSearch()})
     gold = {"label": "REFUTES", "evidence": ["Hog Island Light_sentence_0", "Hog Island Light_sentence_3"]}
     label = json.dumps({"input": {"claim": CLAIM}, "gold": gold})
-    engine = FakeEngine(tokenizer, replies)
-    response = asyncio.run(executor.execute("p", label, FakeSamplingParams(), 4096, tokenizer, engine))
+    engine = ScriptedEngine(tokenizer, replies)
+    response = asyncio.run(executor.execute("p", label, ScriptedSamplingParams(), 4096, tokenizer, engine))
 
     samples = import_samples_generator(monkeypatch)
     generator = samples.SamplesGenerator.__new__(samples.SamplesGenerator)
