@@ -1,11 +1,13 @@
 """Training configs: one YAML per agent in ``training/configs/`` mirroring its paper's table, overridable from the
 command line, and the exact OpenRLHF command line they make.
 
-A config names the agent, its reward (and options), the per-step value the dense advantage modes read, the
-advantage mode, the agent's own config, and ``openrlhf``: OpenRLHF 0.11.2's dotted flags without the leading
-dashes (``rollout.n_samples_per_prompt: 16``; ``true`` = a bare switch, ``false``/``null`` = left out, a list =
-several values). ``--set KEY=VALUE`` overrides any key (``openrlhf.actor.adam.lr=5e-7``,
-``advantage.mode=capo``); values are read as JSON, else as YAML scalars.
+A config names the agent, its reward (and options), the component that is each sample's reward (``outcome``,
+default the reward's scalar), the per-step value the dense advantage modes read, a frozen ``judge`` (and an
+``nli`` checkpoint) for agents that grade their own steps, the advantage mode, the agent's own config, and
+``openrlhf``: OpenRLHF 0.11.2's dotted flags without the leading dashes (``rollout.n_samples_per_prompt: 16``;
+``true`` = a bare switch, ``false``/``null`` = left out, a list = several values). ``--set KEY=VALUE`` overrides
+any key (``openrlhf.actor.adam.lr=5e-7``, ``advantage.mode=capo``); values are read as JSON, else as YAML
+scalars.
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ class TrainConfig(BaseModel):
     description: str = ""
     reward: str | None = None
     reward_options: dict[str, Any] = Field(default_factory=dict)
+    outcome: str | None = None
     step_value: str | None = None
+    judge: str | None = None
+    nli: str | None = None
     advantage: AdvantageConfig = AdvantageConfig()
     agent_config: dict[str, Any] = Field(default_factory=dict)
     openrlhf: dict[str, Any] = Field(default_factory=dict)

@@ -51,11 +51,19 @@ class RolloutConfig(BaseModel):
     """Which of the agent's rewards (default: its first)."""
     reward_options: dict[str, Any] = Field(default_factory=dict)
     """Options of a configurable reward (StepGap's preset and λ)."""
+    outcome: str | None = None
+    """The reward component that is the sample's reward (default: the reward's scalar). StepGap's dense mode
+    takes ``em`` here and adds the step brackets itself."""
     step_value: str | None = None
     """The per-step value the trainer's dense modes read (e.g. StepGap's ``bracket``, RLSeek's ``quote``);
     ``None``: no per-step lists."""
     retriever_url: str | None = None
     """The retrieval server for agents that search (``evigraph corpus serve``)."""
+    judge: str | None = None
+    """A frozen judge for agents whose graph grades its own steps (StepGap): a generator spec such as
+    ``openai:MODEL@http://127.0.0.1:8001/v1``. The policy being trained never grades itself."""
+    nli: str | None = None
+    """An NLI checkpoint directory for agents with the ``nli`` resource (default: the judge's fallback)."""
 
 
 def load_rollout_config(path: str | os.PathLike[str] | None = None) -> RolloutConfig:
@@ -100,12 +108,25 @@ class GraphExecutor:
             if configure is None:
                 raise ConfigError(f"reward {self.reward.__name__} takes no options")
             self.reward = configure(self.reward.options.model_validate(config.reward_options))  # type: ignore[attr-defined]
-        self.graph = agent.require("graph_builder")(
-            None, config=agent_config, **(resources if resources is not None else self._resources(agent.spec))
+        builder = agent.require("graph_builder")
+        self.graph = builder(
+            None, config=agent_config, **(resources if resources is not None else self._resources(agent.spec, builder))
         )
 
-    def _resources(self, spec: Any) -> dict[str, Any]:
+    def _resources(self, spec: Any, builder: Any) -> dict[str, Any]:
+        import inspect
+
         resources: dict[str, Any] = {}
+        if "judge" in inspect.signature(builder).parameters:
+            if self.config.judge is None:
+                raise ConfigError(
+                    f"{spec.name} grades its own steps with a judge: give the rollout config a frozen judge "
+                    "(--set judge=openai:MODEL@URL); the policy being trained must not grade itself"
+                )
+            from evigraph.config import GeneratorConfig
+            from evigraph.generators.factory import make_generator
+
+            resources["judge"] = make_generator(GeneratorConfig(model=self.config.judge))
         if "search" in spec.resources:
             if self.config.retriever_url is None:
                 raise ConfigError(f"{spec.name} searches: give retriever_url (an `evigraph corpus serve` address)")
@@ -113,7 +134,9 @@ class GraphExecutor:
 
             resources["search"] = RemoteSearch(self.config.retriever_url)
         if "nli" in spec.resources:
-            resources["nli"] = None  # the graph's own fallback (the policy scores entailment) until configured
+            from evigraph.tools.nli import make_nli
+
+            resources["nli"] = make_nli(self.config.nli) if self.config.nli else None  # None: the judge's fallback
         return resources
 
     async def execute(
@@ -139,11 +162,12 @@ class GraphExecutor:
         is_negative = getattr(self.reward, "is_negative", None)
         if is_negative is not None:  # CAPO's class flag; the same key on every sample of the run
             logs[NEGATIVE_KEY] = float(is_negative(target))
+        outcome = rewards.as_dict()[self.config.outcome] if self.config.outcome else rewards.value
         return openrlhf_sample(
             trajectory,
             prompt=prompt,
             label=label,
-            reward=rewards.value,
+            reward=outcome,
             max_length=max_length,
             step_values=self._step_values(trajectory, rewards),
             logs=logs,

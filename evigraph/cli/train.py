@@ -10,6 +10,7 @@ says what is missing.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import subprocess
 import sys
@@ -50,6 +51,11 @@ def training_plan(
     adapter = agent.require("evaluation")
     if config.advantage.mode in _DENSE_MODES and config.step_value is None:
         raise ConfigError(f"advantage mode {config.advantage.mode} reads per-step values: set step_value")
+    if "judge" in inspect.signature(agent.require("graph_builder")).parameters and config.judge is None:
+        raise ConfigError(
+            f"{config.agent} grades its own steps: give a frozen judge (--set judge=openai:MODEL@URL, e.g. a "
+            "`vllm serve` of the teacher); the policy being trained must not grade itself"
+        )
     if config.advantage.mode != "grpo" and config.openrlhf.get("algo.advantage.estimator") != "group_norm":
         raise ConfigError(f"advantage mode {config.advantage.mode} builds on algo.advantage.estimator: group_norm")
     if "search" in agent.spec.resources and retriever_url is None:
@@ -72,8 +78,11 @@ def training_plan(
         agent_config=config.agent_config,
         reward=config.reward,
         reward_options=config.reward_options,
+        outcome=config.outcome,
         step_value=config.step_value,
         retriever_url=retriever_url,
+        judge=config.judge,
+        nli=config.nli,
     )
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {

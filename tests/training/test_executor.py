@@ -119,3 +119,33 @@ def test_bad_labels_and_configs_fail_with_the_reason(
     path.write_text(json.dumps({"agent": "rlseek", "step_value": "quote"}))
     monkeypatch.setenv("EVIGRAPH_ROLLOUT_CONFIG", str(path))
     assert load_rollout_config().step_value == "quote"
+
+
+def test_stepgap_generator_episode_with_a_frozen_judge(qwen2_style_tokenizer: Any) -> None:
+    from tests.agents.stepgap.doubles import FakeNLI, judge_by_step
+    from tests.agents.stepgap.test_graph import JUDGE
+    from tests.graphs.test_search_r1 import QUESTION, TURNS
+    from tests.graphs.test_search_r1 import DictSearch as PassageSearch
+
+    judge = judge_by_step(JUDGE)
+    config = RolloutConfig(
+        agent="stepgap", reward="typed", reward_options={"preset": "typed_shape", "lam": 1.0}, outcome="em",
+        step_value="bracket",
+    )  # fmt: skip
+    executor = GraphExecutor(config, resources={"search": PassageSearch(), "nli": FakeNLI(), "judge": judge})
+    engine = ScriptedEngine(qwen2_style_tokenizer, TURNS)
+    label = {"input": {"question": QUESTION, "golds": ["Providence"]}, "gold": {"golds": ["Providence"]}}
+    sample = _execute(executor, engine, label)
+    _layout_holds(sample, engine, qwen2_style_tokenizer)
+    assert len(sample["action_ranges"]) == len(TURNS) and len(judge.calls) == len(TURNS)  # the judge is not the policy
+    assert sample["reward"] == 1.0  # the outcome is EM; the brackets travel per step
+    assert sample["extra_logs"]["stepgap/return"] == pytest.approx(0.70)  # 1 + (-0.10) + 0.05 + (-0.25)
+    steps = steps_from_lists(sample["extra_logs"][STEP_INDEX_KEY], sample["extra_logs"][STEP_VALUE_KEY])
+    assert [round(v, 2) for _, _, v in steps] == [-0.10, 0.05, -0.25]  # IE; MB after IE (+0.10); IE answer after MB
+    for (a, b, _), (start, end) in zip(steps, sample["action_ranges"], strict=True):
+        assert (a + 1, b + 1) == (start, end)  # each step is its whole policy turn
+
+
+def test_a_graph_that_grades_itself_needs_a_frozen_judge() -> None:
+    with pytest.raises(ConfigError, match="must not grade itself"):
+        GraphExecutor(RolloutConfig(agent="stepgap", retriever_url="http://127.0.0.1:1/retrieve"))

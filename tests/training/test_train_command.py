@@ -31,13 +31,25 @@ def _veri_r1_data(tmp_path: Path) -> Path:
     return path
 
 
+def _questions(tmp_path: Path) -> Path:
+    rows = [{"id": "q1", "question": "Who directed Whiplash?", "golds": ["Damien Chazelle"]},
+            {"id": "q2", "question": "Where was Chazelle born?", "golds": ["Providence"]}]  # fmt: skip
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+JUDGE = "openai:teacher@http://127.0.0.1:8001/v1"
+
+
 def _plan(tmp_path: Path, config: str, **kwargs: Any) -> tuple[list[str], dict[str, str], int]:
     from evigraph.cli.train import training_plan
 
-    data = FIXTURE if config == "rlseek" else _veri_r1_data(tmp_path)
-    url = "http://127.0.0.1:8000/retrieve" if config == "veri-r1" else None
+    data = {"rlseek": FIXTURE, "stepgap-generator": _questions(tmp_path)}.get(config) or _veri_r1_data(tmp_path)
+    url = None if config == "rlseek" else "http://127.0.0.1:8000/retrieve"
+    overrides = [f"judge={JUDGE}"] if config == "stepgap-generator" else []
     defaults = {"model": "/models/Qwen2.5-7B-Instruct", "data": data, "out": tmp_path / "run", "retriever_url": url,
-                "overrides": []}  # fmt: skip
+                "overrides": overrides}  # fmt: skip
     return training_plan(config, **{**defaults, **kwargs})
 
 
@@ -54,6 +66,7 @@ def test_every_shipped_config_parses_with_openrlhf_0_11_2(config: str, tmp_path:
     assert args.actor.adam.lr == shipped.openrlhf["actor.adam.lr"]
     rollout = RolloutConfig.model_validate_json(Path(env["EVIGRAPH_ROLLOUT_CONFIG"]).read_text())
     assert rollout.agent == shipped.agent and rollout.agent_config == shipped.agent_config
+    assert (rollout.outcome, rollout.step_value) == (shipped.outcome, shipped.step_value)
     lines = [json.loads(x) for x in Path(args.data.prompt_dataset).read_text().splitlines()]
     assert len(lines) == n_prompts > 0 and all(json.loads(x["label"])["gold"] for x in lines)
 
@@ -69,6 +82,8 @@ def test_overrides_reach_the_command_line(tmp_path: Path, monkeypatch: Any) -> N
 def test_refusals_name_the_reason(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--retriever-url"):
         _plan(tmp_path, "veri-r1", retriever_url=None)
+    with pytest.raises(ConfigError, match="must not grade itself"):
+        _plan(tmp_path, "stepgap-generator", overrides=[])
     with pytest.raises(ConfigError, match="set step_value"):
         _plan(tmp_path, "veri-r1", overrides=["advantage.mode=process_additive"])
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
