@@ -29,7 +29,7 @@ from typing import Any
 
 from evigraph.errors import ConfigError
 from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
-from evigraph.training.samples import STEP_INDEX_KEY, STEP_VALUE_KEY, steps_from_lists
+from evigraph.training.samples import STEP_INDEX_KEY, STEP_TYPE_PREFIX, STEP_VALUE_KEY, steps_from_lists, typed_values
 
 __all__ = (
     "CONFIG_ENV",
@@ -68,9 +68,16 @@ def adjust_advantages(experiences: Sequence[Any], config: AdvantageConfig, n_sam
         width = experience.action_mask.shape[-1]
         for j, index in enumerate(experience.index):
             steps: list[tuple[int, int, float]] = []
+            types: list[dict[str, float]] = []
             if STEP_INDEX_KEY in info and STEP_VALUE_KEY in info:
                 index_row, value_row = _row(info[STEP_INDEX_KEY], j)[:width], _row(info[STEP_VALUE_KEY], j)[:width]
                 steps = steps_from_lists(index_row, value_row)
+                typed = {
+                    k[len(STEP_TYPE_PREFIX) :]: _row(v, j)[:width]
+                    for k, v in info.items()
+                    if k.startswith(STEP_TYPE_PREFIX)
+                }
+                types = typed_values(index_row, typed) if typed else []
             negative = NEGATIVE_KEY in info and bool(info[NEGATIVE_KEY][j])
             rollouts.append(
                 Rollout(
@@ -78,6 +85,7 @@ def adjust_advantages(experiences: Sequence[Any], config: AdvantageConfig, n_sam
                     outcome=float(experience.rewards[j]),
                     action_mask=tuple(int(m) for m in _row(experience.action_mask, j)),
                     steps=tuple(steps),
+                    step_types=tuple(types),
                     negative=negative,
                 )
             )

@@ -10,8 +10,8 @@ returns one advantage per token (0 where the mask is 0).
   mean and std pooled over every action token of the group.
 - ``stepgap_sequence`` (StepGap §3.3 as one scalar): ``R_i = r_i + lam * sum(step values)``, then ``grpo``.
 - ``process_additive`` (the OpenRLHF notes' §6.3): ``grpo`` plus ``coef * P_t``, where step values are
-  normalised over all steps of the group, each is placed on its step's last token, and ``P_t`` sums them from
-  ``t`` to the end (reverse cumulative, gamma 1).
+  normalised over all steps of the group (each reward type separately, :attr:`Rollout.step_types`), each is
+  placed on its step's last token, and ``P_t`` sums them from ``t`` to the end (reverse cumulative, gamma 1).
 
 Standard deviations are unbiased (N - 1), as torch's default that OpenRLHF uses; a group of one sample, or
 one value, has std 0. ``coef = 0`` gives back stock GRPO's numbers exactly; ``stepgap_dense`` with ``lam = 0``
@@ -56,13 +56,23 @@ class Rollout(BaseModel):
     """``(start, end, value)``: a step's half-open token range in mask coordinates and its process reward."""
     negative: bool = False
     """The sample's gold is the negative class (CAPO's non-hallucinated samples)."""
+    step_types: tuple[dict[str, float], ...] = ()
+    """Per step (parallel to ``steps``), its value split by reward type; ``process_additive`` normalises each
+    type over the group separately. Empty: one type, the step's value."""
 
     @model_validator(mode="after")
     def _check(self) -> Rollout:
         for start, end, _ in self.steps:
             if not 0 <= start <= end <= len(self.action_mask):
                 raise ValueError(f"step [{start}, {end}) lies outside the {len(self.action_mask)} mask positions")
+        if self.step_types and len(self.step_types) != len(self.steps):
+            raise ValueError(f"{len(self.step_types)} typed values for {len(self.steps)} steps")
         return self
+
+    def typed_steps(self) -> list[tuple[int, int, dict[str, float]]]:
+        """``(start, end, {type: value})`` per step."""
+        types = self.step_types or tuple({"step": value} for _, _, value in self.steps)
+        return [(start, end, dict(values)) for (start, end, _), values in zip(self.steps, types, strict=True)]
 
 
 class AdvantageConfig(BaseModel):
@@ -160,16 +170,18 @@ def _dense(rollouts: Sequence[Rollout], config: AdvantageConfig) -> list[list[fl
 
 
 def _process_terms(rollouts: Sequence[Rollout], eps: float) -> list[list[float]]:
-    """``P_t`` of ``process_additive``: normalised step values on their last tokens, summed from t to the end."""
+    """``P_t`` of ``process_additive``: step values normalised over all steps of the group (each reward type on
+    its own), summed per step, placed on the step's last token, and summed from t to the end."""
     terms: list[list[float]] = [[0.0] * len(r.action_mask) for r in rollouts]
     for members in _groups(rollouts).values():
-        mean, std = _mean_std([v for i in members for s, e, v in rollouts[i].steps if e > s])
+        typed = {i: [(s, e, v) for s, e, v in rollouts[i].typed_steps() if e > s] for i in members}
+        names = sorted({name for i in members for _, _, values in typed[i] for name in values})
+        stats = {name: _mean_std([v[name] for i in members for _, _, v in typed[i] if name in v]) for name in names}
         for i in members:
             rollout = rollouts[i]
             placed = [0.0] * len(rollout.action_mask)
-            for start, end, value in rollout.steps:
-                if end > start:
-                    placed[end - 1] += (value - mean) / (std + eps)
+            for _, end, values in typed[i]:
+                placed[end - 1] += sum((v - stats[n][0]) / (stats[n][1] + eps) for n, v in values.items())
             running = 0.0
             for t in range(len(placed) - 1, -1, -1):
                 running += placed[t]

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evigraph.errors import ConfigError
 from evigraph.training.advantages import AdvantageConfig
+from evigraph.training.reward_mix import RewardMix
 
 __all__ = (
     "OPENRLHF_MODULE",
@@ -62,6 +63,7 @@ class TrainConfig(BaseModel):
     step_value: str | None = None
     judge: str | None = None
     nli: str | None = None
+    mix: RewardMix | None = None
     advantage: AdvantageConfig = AdvantageConfig()
     agent_config: dict[str, Any] = Field(default_factory=dict)
     openrlhf: dict[str, Any] = Field(default_factory=dict)

@@ -29,6 +29,7 @@ from evigraph.graphs.context import RunContext
 from evigraph.rewards import AgentReward, Rewards
 from evigraph.training.advantage_patch import NEGATIVE_KEY
 from evigraph.training.engine import EngineGenerator
+from evigraph.training.reward_mix import RewardMix, build_mix
 from evigraph.training.samples import openrlhf_sample
 from evigraph.trajectory import Trajectory
 
@@ -64,6 +65,8 @@ class RolloutConfig(BaseModel):
     ``openai:MODEL@http://127.0.0.1:8001/v1``. The policy being trained never grades itself."""
     nli: str | None = None
     """An NLI checkpoint directory for agents with the ``nli`` resource (default: the judge's fallback)."""
+    mix: RewardMix | None = None
+    """Checker-based process rewards mixed in (:mod:`evigraph.training.reward_mix`)."""
 
 
 def load_rollout_config(path: str | os.PathLike[str] | None = None) -> RolloutConfig:
@@ -108,6 +111,7 @@ class GraphExecutor:
             if configure is None:
                 raise ConfigError(f"reward {self.reward.__name__} takes no options")
             self.reward = configure(self.reward.options.model_validate(config.reward_options))  # type: ignore[attr-defined]
+        self.mixed = build_mix(config.mix) if config.mix is not None and config.mix.process else None
         builder = agent.require("graph_builder")
         self.graph = builder(
             None, config=agent_config, **(resources if resources is not None else self._resources(agent.spec, builder))
@@ -163,18 +167,23 @@ class GraphExecutor:
         if is_negative is not None:  # CAPO's class flag; the same key on every sample of the run
             logs[NEGATIVE_KEY] = float(is_negative(target))
         outcome = rewards.as_dict()[self.config.outcome] if self.config.outcome else rewards.value
+        step_values = self._step_values(trajectory, rewards)
+        if self.mixed is not None:
+            outcome, typed, mixed_logs = await self.mixed(trajectory, rewards, outcome)
+            logs.update(mixed_logs)
+            step_values = _merge(step_values, trajectory, typed, [t.name for t, *_ in self.mixed.terms])
         return openrlhf_sample(
             trajectory,
             prompt=prompt,
             label=label,
             reward=outcome,
             max_length=max_length,
-            step_values=self._step_values(trajectory, rewards),
+            step_values=step_values,
             logs=logs,
             images=images,
         )
 
-    def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[tuple[tuple[int, int], float]]:
+    def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[tuple[tuple[int, int], dict[str, float]]]:
         name = self.config.step_value
         if name is None:
             return []
@@ -183,8 +192,24 @@ class GraphExecutor:
         for step in rewards.steps:
             span = step.token_span or spans.get(step.index)
             if span is not None and name in step.values:
-                values.append((span, step.values[name]))
+                values.append((span, {name: step.values[name]}))
         return values
+
+
+def _merge(
+    own: list[tuple[tuple[int, int], dict[str, float]]],
+    trajectory: Trajectory,
+    typed: dict[int, dict[str, float]],
+    names: list[str],
+) -> list[tuple[tuple[int, int], dict[str, float]]]:
+    """The agent's own step values and the mixed-in terms' on one list, every step carrying every type (0.0
+    where a type gave it nothing), so each sample of the run has the same per-type lists."""
+    by_span: dict[tuple[int, int], dict[str, float]] = {span: dict(values) for span, values in own}
+    for step in trajectory.steps:
+        if step.token_span is not None and step.index in typed:
+            by_span.setdefault(tuple(step.token_span), {}).update(typed[step.index])  # type: ignore[arg-type]
+    every = sorted({name for values in by_span.values() for name in values} | set(names))
+    return [(span, {name: values.get(name, 0.0) for name in every}) for span, values in sorted(by_span.items())]
 
 
 def _read_label(label: str) -> tuple[dict[str, Any], dict[str, Any]]:

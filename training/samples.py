@@ -21,10 +21,21 @@ from evigraph.errors import TokenContractError
 from evigraph.tokens import rollout_logprobs
 from evigraph.trajectory import Trajectory
 
-__all__ = ("STEP_INDEX_KEY", "STEP_VALUE_KEY", "openrlhf_sample", "step_lists", "steps_from_lists")
+__all__ = (
+    "STEP_INDEX_KEY",
+    "STEP_TYPE_PREFIX",
+    "STEP_VALUE_KEY",
+    "openrlhf_sample",
+    "step_lists",
+    "steps_from_lists",
+    "typed_values",
+)
 
 STEP_INDEX_KEY = "evigraph_step_index"
 STEP_VALUE_KEY = "evigraph_step_value"
+STEP_TYPE_PREFIX = "evigraph_step_value/"
+"""``extra_logs`` keys of the per-type lists (``evigraph_step_value/quote``): the same layout as
+:data:`STEP_VALUE_KEY`, one reward type each, so the trainer can normalise types separately."""
 
 
 def step_lists(
@@ -61,6 +72,20 @@ def steps_from_lists(index: Sequence[float], value: Sequence[float]) -> list[tup
     return [(p[0], p[-1] + 1, float(value[p[0]])) for _, p in sorted(spans.items())]
 
 
+def typed_values(index: Sequence[float], lists: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
+    """Per step (in step-number order, as :func:`steps_from_lists`), its value of every type in ``lists``.
+
+    Example:
+        >>> typed_values([0, 1, 1, 2], {"a": [0, 0.5, 0.5, 1.0], "b": [0, -1, -1, 0]})
+        [{'a': 0.5, 'b': -1.0}, {'a': 1.0, 'b': 0.0}]
+    """
+    firsts: dict[int, int] = {}
+    for position, number in enumerate(index):
+        if number and int(number) not in firsts:
+            firsts[int(number)] = position
+    return [{name: float(values[p]) for name, values in lists.items()} for _, p in sorted(firsts.items())]
+
+
 def openrlhf_sample(
     trajectory: Trajectory,
     *,
@@ -69,7 +94,7 @@ def openrlhf_sample(
     reward: float,
     max_length: int,
     scores: float | None = None,
-    step_values: Sequence[tuple[tuple[int, int], float]] = (),
+    step_values: Sequence[tuple[tuple[int, int], Mapping[str, float]]] = (),
     logs: Mapping[str, float] | None = None,
     images: Any = None,
 ) -> dict[str, Any]:
@@ -81,8 +106,8 @@ def openrlhf_sample(
         reward: the training scalar.
         max_length: the run's sequence budget (for ``truncated`` and the per-step lists).
         scores: the outcome for filtering and pass@k (default: ``reward``).
-        step_values: ``((start, end), value)`` per rewarded step in sequence coordinates; when given, the two
-            per-step lists join ``extra_logs``.
+        step_values: ``((start, end), {type: value})`` per rewarded step in sequence coordinates; when given,
+            the index list, the total list and one list per type join ``extra_logs``.
         logs: scalar logs (reward components, counters); keep the key set the same for every sample.
         images: passed through.
 
@@ -95,9 +120,13 @@ def openrlhf_sample(
         raise TokenContractError(f"trajectory {trajectory.id!r} has segments without token ids")
     extra: dict[str, Any] = dict(logs or {})
     if step_values:
+        totals = [(span, sum(values.values())) for span, values in step_values]
         extra[STEP_INDEX_KEY], extra[STEP_VALUE_KEY] = step_lists(
-            step_values, sequence_length=len(tokens), max_length=max_length
+            totals, sequence_length=len(tokens), max_length=max_length
         )
+        for name in sorted({name for _, values in step_values for name in values}):
+            typed = [(span, values.get(name, 0.0)) for span, values in step_values]
+            _, extra[STEP_TYPE_PREFIX + name] = step_lists(typed, sequence_length=len(tokens), max_length=max_length)
     return {
         "prompt": prompt,
         "label": label,

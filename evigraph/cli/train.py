@@ -83,6 +83,7 @@ def training_plan(
         retriever_url=retriever_url,
         judge=config.judge,
         nli=config.nli,
+        mix=config.mix,
     )
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {

@@ -128,3 +128,28 @@ def test_process_additive_early_tokens_of_long_rollouts_sum_more_steps() -> None
 def test_steps_outside_the_mask_are_refused() -> None:
     with pytest.raises(ValueError, match="outside the 2 mask positions"):
         Rollout(group=0, outcome=1.0, action_mask=(1, 1), steps=((1, 3, 0.0),))
+
+
+def test_process_additive_normalises_each_reward_type_separately() -> None:
+    def typed(outcome: float, values: list[dict[str, float]]) -> Rollout:
+        base = _rollout(0, outcome, [1] * len(values), [sum(v.values()) for v in values])
+        return base.model_copy(update={"step_types": tuple(values)})
+
+    # "quote" values are tiny, "check" values large: pooled together, the quote signal would vanish.
+    rollouts = [
+        typed(1.0, [{"quote": 0.01, "check": 5.0}]),
+        typed(0.0, [{"quote": -0.01, "check": 5.0}]),
+        typed(1.0, [{"quote": 0.01, "check": -5.0}]),
+        typed(0.0, [{"quote": -0.01, "check": -5.0}]),
+    ]
+    result = advantages(rollouts, AdvantageConfig(mode="process_additive"))
+    stock = advantages(rollouts)
+    process = [r[1] - s[1] for r, s in zip(result, stock, strict=True)]
+    unit = (4 / 3) ** -0.5  # each type: values ±x over 4 samples, unbiased std = x·sqrt(4/3)
+    assert process == pytest.approx([2 * unit, 0.0, 0.0, -2 * unit], abs=1e-6)
+    # Without types the large values drown the small ones.
+    untyped = [r.model_copy(update={"step_types": ()}) for r in rollouts]
+    pooled = [
+        a[1] - s[1] for a, s in zip(advantages(untyped, AdvantageConfig(mode="process_additive")), stock, strict=True)
+    ]
+    assert pooled[0] == pytest.approx(pooled[1], abs=0.01)

@@ -1,0 +1,119 @@
+"""Mixing an agent's own reward with checker-based process rewards (the ``mix`` section of a training config).
+
+A sample's reward is ``outcome_weight × (the agent's outcome)`` (plus the process terms when
+``process_in_scalar``). Each process term scores this run with another agent's reward -- through a step adapter
+and a frozen checker (StepGap's typed reward on Veri-R1 rollouts: ``veri-r1->stepgap``) -- and adds ``weight ×``
+one of its per-step values to each step. Each term is its own reward *type*: its per-step values travel in
+their own list, so the trainer can normalise types separately (``process_additive``), and its scalar is logged
+under its name.
+
+```yaml
+mix:
+  outcome_weight: 1.0
+  process:
+    - name: gap                   # the type name (log key, per-type list)
+      adapter: veri-r1->stepgap   # whose steps, read as which checker's steps
+      reward: typed               # the checker agent's reward
+      options: {preset: typed_shape, lam: 1.0}
+      value: bracket              # which per-step value of it
+      em_from: label              # the agent's component that says the outcome was right (> 0)
+      weight: 0.5
+      judge: openai:teacher@http://127.0.0.1:8001/v1
+      nli: /models/deberta-v3-large-nli
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evigraph.rewards import AgentReward, Rewards
+from evigraph.training.checker_service import CheckerService, annotated
+from evigraph.training.step_adapters import adapter
+from evigraph.trajectory import Trajectory
+
+__all__ = ("MixedReward", "ProcessTerm", "RewardMix", "build_mix")
+
+
+class ProcessTerm(BaseModel):
+    """One checker-based process reward (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    adapter: str
+    reward: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    value: str = "bracket"
+    em_from: str
+    weight: float = 1.0
+    judge: str
+    nli: str | None = None
+
+
+class RewardMix(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome_weight: float = 1.0
+    process: list[ProcessTerm] = Field(default_factory=list)
+    process_in_scalar: bool = False
+    """Also add the weighted step values to the sample's scalar reward (the only way they act under plain
+    ``grpo``; with ``process_additive`` or the StepGap modes they act per step and must stay out of it)."""
+
+
+class MixedReward:
+    """The mixed reward of one run: ``await mixed(trajectory, own_rewards)`` → (scalar, per-step typed values,
+    logs). Built once per rollout actor (:func:`build_mix`); the checker services are shared by its episodes."""
+
+    def __init__(self, mix: RewardMix, terms: list[tuple[ProcessTerm, Any, AgentReward, CheckerService]]) -> None:
+        self.mix = mix
+        self.terms = terms
+
+    async def __call__(
+        self, trajectory: Trajectory, own: Rewards, outcome: float
+    ) -> tuple[float, dict[int, dict[str, float]], dict[str, float]]:
+        """``own`` is the agent's reward on the run and ``outcome`` the component chosen as its outcome.
+
+        Returns:
+            The sample's reward, per trajectory-step index its typed values, and scalar logs.
+        """
+        total = self.mix.outcome_weight * outcome
+        per_step: dict[int, dict[str, float]] = {}
+        logs: dict[str, float] = {}
+        for term, to_trace, reward, service in self.terms:
+            trace = to_trace(trajectory)
+            scored = 0.0
+            if trace is not None:
+                checks = await service.check(trace)
+                em = float(own.as_dict().get(term.em_from, 0.0) > 0)
+                rewards = reward(annotated(trajectory, trace, checks), reward.gold_schema.model_validate({"em": em}))
+                scored = rewards.value
+                for step in rewards.steps:
+                    if term.value in step.values:
+                        per_step.setdefault(step.index, {})[term.name] = term.weight * step.values[term.value]
+            logs[f"{term.name}/return"] = scored
+            if self.mix.process_in_scalar:
+                total += sum(v.get(term.name, 0.0) for v in per_step.values())
+        return total, per_step, logs
+
+
+def build_mix(mix: RewardMix) -> MixedReward:
+    """Resolve the terms: the adapter, the checker agent's reward (configured), a frozen checker service."""
+    from evigraph.config import GeneratorConfig
+    from evigraph.generators.factory import make_generator
+    from evigraph.registry import get_agent
+    from evigraph.tools.nli import make_nli
+
+    terms = []
+    for term in mix.process:
+        to_trace = adapter(term.adapter)
+        checker_agent = get_agent(term.adapter.partition("->")[2].strip()).load()
+        reward = checker_agent.reward(term.reward)
+        if term.options:
+            reward = reward.configure(reward.options.model_validate(term.options))  # type: ignore[attr-defined]
+        judge = make_generator(GeneratorConfig(model=term.judge))
+        service = CheckerService(judge, nli=make_nli(term.nli) if term.nli else None)
+        terms.append((term, to_trace, reward, service))
+    return MixedReward(mix, terms)
