@@ -67,7 +67,8 @@ def build_rlseek_graph(
         # The claim variant ends at its closing answer tag; a ```json block has no unique closing string.
         protocol: dict[str, Any] = {"stop": ("</answer>",) if state["task"] == "claim" else ()}
         if guided(scope):
-            protocol["guide"] = Guide.pattern(detection_guide(state["task"]))
+            guide = detection_guide(state["task"], source=state["shown_source"], response=state["shown_response"])
+            protocol["guide"] = Guide.pattern(guide)
         result = await scope.single_turn(state["transcript"], scope.params(template, **protocol))
         return result.update(state)
 

@@ -11,6 +11,7 @@ what the model quotes from and what quotes and spans are located in (escaping pr
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 from evigraph.agents.rlseek.parsing import FINAL_KEY
@@ -114,9 +115,9 @@ For example, with the source "The Eiffel Tower was completed in 1889. It is 330 
 ## Step 1: Check "330 metres tall"
 - Evidence: <quote>It is 330 metres tall.</quote>
 - Evaluation: The source gives the same height, so this part is backed up.
-## Step 2: Check "completed in 1899"
-- Evidence: <quote>completed in 1889</quote>
-- Evaluation: The source says 1889, not 1899, so "1899" is a hallucination.
+## Step 2: Check "and was completed in 1899."
+- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>
+- Evaluation: The source says 1889, not 1899, so this part is a hallucination.
 {ending}
 Now check the text above the same way.
 """
@@ -159,19 +160,47 @@ def requote_note(missing: list[str]) -> str:
 
 _STRING = r'"[ !#-\[\]-~]{1,80}"'
 """A JSON string of printable ASCII without quote marks or backslashes (weak-model guide)."""
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.!?;:,])\s+|\n+|\s+(?=(?:and|but|or|while|which|who|whose|with|after|before|because|although)\b)"
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_PRINTABLE = re.compile(r"^[ -~]+$")
+_MAX_CHOICES = 40
 
 
-def detection_guide(task: TaskType, *, max_steps: int = 4, max_spans: int = 8) -> str:
+def _choices(raw_pieces: list[str], *, max_chars: int, banned: str) -> list[str]:
+    """Verbatim pieces a weak model may copy: printable ASCII, none of ``banned``, at most ``max_chars`` (cut at
+    a word boundary), first-seen order, at most :data:`_MAX_CHOICES`."""
+    pieces: list[str] = []
+    for raw in raw_pieces:
+        piece = raw.strip()
+        if len(piece) > max_chars:
+            piece = piece[:max_chars].rsplit(" ", 1)[0].strip()
+        if len(piece) >= 3 and _PRINTABLE.match(piece) and not any(c in piece for c in banned):
+            pieces.append(piece)
+    return list(dict.fromkeys(pieces))[:_MAX_CHOICES]
+
+
+def detection_guide(
+    task: TaskType, *, source: str | None = None, response: str | None = None, max_steps: int = 4, max_spans: int = 8
+) -> str:
     """The turn's regex in weak-model mode (inference only): ``## Step N`` blocks with one quote each, then the
-    final list. Step numbers count up because later steps nest inside earlier ones."""
+    final list. Step numbers count up because later steps nest inside earlier ones. Given the rendered texts,
+    a quote must be one of the source's sentences and a listed span one of the response's clauses (split at
+    punctuation and before conjunctions), copied verbatim: a small model otherwise copies the worked example
+    instead of the texts it was given."""
+    quotes = _choices([m.group() for m in _SENTENCE.finditer(source or "")], max_chars=200, banned="<>")
+    quote_body = f"(?:{'|'.join(re.escape(q) for q in quotes)})" if quotes else f"{TEXT}+"
+    spans = _choices(_CLAUSE_BREAK.split(response or ""), max_chars=80, banned='"\\<>')
+    string = f'"(?:{"|".join(re.escape(p) for p in spans)})"' if spans else _STRING
 
     def step(n: int) -> str:
-        return f"## Step {n}: {TEXT}+\\n- Evidence: <quote>{TEXT}+</quote>\\n- Evaluation: {TEXT}+\\n"
+        return f"## Step {n}: {TEXT}+\\n- Evidence: <quote>{quote_body}</quote>\\n- Evaluation: {TEXT}+\\n"
 
     steps = ""
     for n in range(max_steps, 1, -1):
         steps = f"({step(n)}{steps})?"
-    items = f"({_STRING}(, {_STRING}){{0,{max_spans - 1}}})?"
+    items = f"({string}(, {string}){{0,{max_spans - 1}}})?"
     if task == "claim":
         ending = f"<answer>\\[{items}\\]</answer>"
     else:
@@ -181,5 +210,5 @@ def detection_guide(task: TaskType, *, max_steps: int = 4, max_spans: int = 8) -
 
 def _demonstration_ending(task: TaskType) -> str:
     if task == "claim":
-        return '<answer>["1899"]</answer>'
-    return f'## Final Output\n```json\n{{"{FINAL_KEY}": ["1899"]}}\n```'
+        return '<answer>["and was completed in 1899."]</answer>'
+    return f'## Final Output\n```json\n{{"{FINAL_KEY}": ["and was completed in 1899."]}}\n```'

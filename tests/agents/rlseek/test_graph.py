@@ -164,8 +164,26 @@ def test_the_weak_model_guide_accepts_a_well_formed_detection(task: str) -> None
 
 
 def test_guided_runs_send_the_guide_and_the_demonstration() -> None:
-    reply = GOOD.replace("- Evaluation: same.", "- Evaluation: Same.")
+    reply = (
+        "## Step 1: Check the year\n- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>\n"
+        "- Evaluation: It differs.\n## Final Output\n```json\n"
+        '{"hallucination list": ["and was completed in 1899."]}\n```'
+    )
     generator = GuidedScripted([reply])
     result = _run(generator, config=RLSeekConfig(constrained=True))
     assert generator.calls[0].params.guide is not None and result["output"].parse_ok
+    assert [(sp.start, sp.end) for sp in result["output"].spans] == [(36, 62)] and result["output"].quotes[0].found
     assert "For example" in generator.calls[0].transcript[0].text
+
+
+def test_with_the_texts_the_guide_only_admits_verbatim_quotes_and_response_clauses() -> None:
+    pattern = re.compile(detection_guide("summary", source=D, response=T))
+    reply = (
+        "## Step 1: Check the year\n- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>\n"
+        '- Evaluation: It differs.\n## Final Output\n```json\n{"hallucination list": '
+        '["and was completed in 1899."]}\n```'
+    )
+    assert pattern.fullmatch(reply)
+    assert not pattern.fullmatch(reply.replace("completed in 1889.</quote>", "finished in 1889.</quote>"))
+    assert not pattern.fullmatch(reply.replace('["and was completed in 1899."]', '["1899"]'))  # not a clause of T
+    assert pattern.fullmatch(reply.replace('["and was completed in 1899."]', "[]"))
