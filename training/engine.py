@@ -64,6 +64,7 @@ class EngineGenerator(BaseGenerator):
         tokenizer: ``hf_tokenizer`` as ``execute`` receives it (it must have a chat template).
         sampling: the vLLM ``SamplingParams`` ``execute`` receives (read, never changed).
         context_window: the run's ``max_length``: a graph's runs stay inside it.
+        chat_format: a :class:`ChatFormat` of ``tokenizer`` to share (its caches) across episodes.
         name: shown in trajectories.
     """
 
@@ -76,11 +77,12 @@ class EngineGenerator(BaseGenerator):
         sampling: Any,
         *,
         context_window: int | None = None,
+        chat_format: ChatFormat | None = None,
         name: str = "openrlhf-engine",
     ) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
-        self.chat_format = ChatFormat(tokenizer)
+        self.chat_format = chat_format or ChatFormat(tokenizer)
         self.sampling = sampling
         self.context_window = context_window
         self.name = name

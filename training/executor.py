@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evigraph.errors import ConfigError
+from evigraph.generators.chat_format import ChatFormat
 from evigraph.graphs.context import RunContext
 from evigraph.rewards import AgentReward, Rewards
 from evigraph.training.advantage_patch import NEGATIVE_KEY
@@ -99,6 +100,7 @@ class GraphExecutor:
         from evigraph.registry import get_agent
 
         self.config = config
+        self._formats: dict[int, ChatFormat] = {}
         agent = get_agent(config.agent).load()
         config_model = agent.require("config")
         try:
@@ -156,7 +158,9 @@ class GraphExecutor:
     ) -> dict[str, Any]:
         """One sample: the graph's run on the label's input, as OpenRLHF's response dict."""
         inputs, gold = _read_label(label)
-        generator = EngineGenerator(llm_engine, hf_tokenizer, sampling_params, context_window=max_length)
+        generator = EngineGenerator(
+            llm_engine, hf_tokenizer, sampling_params, context_window=max_length, chat_format=self._format(hf_tokenizer)
+        )
         context = RunContext(generator=generator, strict_tokens=True, max_sequence_tokens=max_length)
         state = await self.graph.ainvoke(inputs, context=context)
         trajectory: Trajectory = state["trajectory"]
@@ -182,6 +186,13 @@ class GraphExecutor:
             logs=logs,
             images=images,
         )
+
+    def _format(self, tokenizer: Any) -> ChatFormat:
+        """One chat format per tokenizer for the actor's lifetime (its render and encode caches are shared)."""
+        key = id(tokenizer)
+        if key not in self._formats or self._formats[key].tokenizer is not tokenizer:
+            self._formats[key] = ChatFormat(tokenizer)
+        return self._formats[key]
 
     def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[tuple[tuple[int, int], dict[str, float]]]:
         name = self.config.step_value

@@ -70,6 +70,7 @@ class ChatFormat:
         drop_eos = bool(eos) and self.turn_close.startswith(eos)
         self.turn_close_after_eos = self.turn_close[len(eos) :] if drop_eos else self.turn_close
         self._encode_cached = lru_cache(maxsize=4096)(self._encode)
+        self._render_messages = lru_cache(maxsize=1024)(self._render_messages_uncached)
 
     def _derive_environment_wrapper(self) -> tuple[str, str]:
         conversation = [
@@ -100,8 +101,12 @@ class ChatFormat:
 
     # -- text ---------------------------------------------------------------------------------------
     def prompt_text(self, prompt: Sequence[Segment]) -> str:
-        messages = [{"role": s.chat_role, "content": s.text} for s in prompt]
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        # Every turn of a run re-renders the same prompt: the template is applied once per distinct prompt.
+        return self._render_messages(tuple((s.chat_role, s.text) for s in prompt))
+
+    def _render_messages_uncached(self, messages: tuple[tuple[str, str], ...]) -> str:
+        conversation = [{"role": role, "content": content} for role, content in messages]
+        return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
 
     def environment_text(self, content: str, *, after_eos: bool = False) -> str:
         """The exact text appended for an environment turn (what OpenRLHF's ``environment_feedback`` gets)."""
