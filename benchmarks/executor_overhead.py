@@ -14,8 +14,9 @@ does (protocol parsing, escaping, format rules, the reward object, exact token b
 ``ratio`` = our wall time / the stock executor's (goal ≤ 1.2); ``cpu_ratio`` and ``cpu_ms`` (per episode) show
 where the difference comes from. The default latency, 2 s per call, is the shape of a batched vLLM engine
 generating a few hundred tokens per turn (as in ``rollout_concurrency.py``); the framework's CPU is a fixed
-cost per turn, so a shorter latency raises the ratio (0.5 s: 1.28 on 2 cores). Needs ``openrlhf==0.11.2`` installed (scripts/install.sh installs it without
-its GPU dependencies) and the embedded model's tokenizer (``evigraph setup``).
+cost per turn, so a shorter latency raises the ratio (0.5 s: 1.28 on 2 cores). Needs ``openrlhf==0.11.2``
+installed (scripts/install.sh installs it without its GPU dependencies) and the embedded model's tokenizer
+(``evigraph setup``).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from evigraph.agents.rlseek.schemas import RLSeekGold, TaskType
 from evigraph.agents.rlseek.spans import merge_spans
 from evigraph.errors import ConfigError
-from evigraph.jsonl import format_validation_error
+from evigraph.jsonl import format_validation_error, iter_json_objects
 
 __all__ = (
     "FAITHBENCH_UNWANTED",
@@ -277,17 +277,7 @@ def _batch_number(path: Path) -> tuple[int, str]:
 def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ConfigError(f"{path}:{number}: not JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path}:{number}: expected a JSON object")
-            yield number, row
+    return iter_json_objects(path)
 
 
 def _field(row: dict[str, Any], name: str, where: str) -> Any:

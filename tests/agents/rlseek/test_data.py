@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evigraph.agents.rlseek.data import load_faithbench, load_ragtruth, rebalance, records_from
-from evigraph.errors import ConfigError
+from evigraph.errors import ConfigError, InputDataError
 from tests.markers import requires_shared_data, shared_data
 
 FIXTURE = Path(str(files("evigraph.agents.rlseek.fixtures")))
@@ -66,7 +66,7 @@ def test_ragtruth_errors_name_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"response\.jsonl:3: source_id 'nope'"):
         load_ragtruth(tmp_path)
     (tmp_path / "response.jsonl").write_text('{"id": 1}\nnot json\n')
-    with pytest.raises(ConfigError, match=r"response\.jsonl:2: not JSON"):
+    with pytest.raises(InputDataError, match=r"response\.jsonl:2: not valid JSON"):
         load_ragtruth(tmp_path)
 
 
