@@ -29,7 +29,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from evigraph.agents.stepgap.claims import local_evidence, prior_premises, step_claim, validate_quote
-from evigraph.agents.stepgap.judge import JudgeOutcome, StepView, judge_step
+from evigraph.agents.stepgap.judge import JudgeOutcome, judge_step, judgement_json, step_views
 from evigraph.agents.stepgap.routing import (
     Next,
     final_label,
@@ -106,25 +106,6 @@ class CheckerState(TypedDict, total=False):
     trajectory: Trajectory
 
 
-def _views(trace: Trace, config: StepGapConfig) -> list[StepView]:
-    views = []
-    for i, step in enumerate(trace.steps):
-        earlier = trace.steps[max(0, i - config.previous_steps) : i]
-        global_evidence = [e for s in trace.steps[:i] for e in s.evidence] if step.kind == "conclusion" else []
-        views.append(
-            StepView(
-                question=trace.question,
-                kind=step.kind,
-                text=step.shown(),
-                previous=tuple(" ".join(s.shown().split())[:300] for s in earlier),
-                evidence=tuple(local_evidence(trace, i)),
-                global_evidence=tuple(global_evidence),
-                abstaining=step.kind == "conclusion" and is_abstention_answer(step.answer or ""),
-            )
-        )
-    return views
-
-
 class _Nodes:
     def __init__(
         self,
@@ -179,7 +160,7 @@ class _Nodes:
         scope = RunScope.resolve(runtime, self.default_judge)
         params = scope.params(self.params)
         started = time.perf_counter()
-        views = _views(state["trace"], self.config)
+        views = step_views(state["trace"], self.config)
         waiting = [step.index for step in state["progress"] if step.pending == "A"]  # not reused, not failed
         judged = await asyncio.gather(
             *(
@@ -444,6 +425,7 @@ def _check(trace: Trace, step: StepProgress, config: StepGapConfig) -> StepCheck
         nli_engine=step.nli_engine,
         tree_label=tree_label if label != tree_label else None,
         token_span=trace.steps[step.index].token_span,
+        judgement=judgement_json(step.outcome) if step.outcome is not None else None,
     )
 
 

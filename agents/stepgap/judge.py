@@ -14,20 +14,34 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from evigraph.agents.stepgap.claims import local_evidence
 from evigraph.agents.stepgap.labels import Stage, StepKind
 from evigraph.agents.stepgap.prompts import judge_prompt, stage_prompt
+from evigraph.agents.stepgap.routing import is_abstention_answer
 from evigraph.agents.stepgap.schemas import (
     AbstentionJudgement,
     AlignmentJudgement,
     QuoteJudgement,
+    StepGapConfig,
     StepJudgement,
+    Trace,
 )
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams, StructuredResult
 from evigraph.tokens import TokenOffsets, token_probability_at
 from evigraph.trajectory import Evidence, Segment
 
-__all__ = ("JudgeFailure", "JudgeOutcome", "StepView", "deciding_field", "judge_step", "value_probability")
+__all__ = (
+    "JudgeFailure",
+    "JudgeOutcome",
+    "StepView",
+    "deciding_field",
+    "judge_step",
+    "judgement_json",
+    "single_prompt",
+    "step_views",
+    "value_probability",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +115,52 @@ async def _ask(generator: Generator, prompt: str, schema: type[BaseModel], param
     return await generator.structured([Segment(origin="prompt", role="user", text=prompt)], schema, params)
 
 
+def judgement_json(outcome: JudgeOutcome) -> dict[str, object] | None:
+    """The judge's reply as the JSON of the single-call schema (the sections it answered; ``None`` if none), what
+    a distilled student learns to write."""
+    sections = {
+        "step_minus1_alignment": outcome.alignment,
+        "step_0_abstention_check": outcome.abstention,
+        "step_1_quote_search": outcome.quote,
+    }
+    answered = {k: v.model_dump(mode="json") for k, v in sections.items() if v is not None}
+    return answered or None
+
+
+def step_views(trace: Trace, config: StepGapConfig) -> list[StepView]:
+    """What the judge is shown about each step of ``trace``: the step, up to ``config.previous_steps`` earlier
+    steps, its local evidence and, for a conclusion, every earlier step's evidence."""
+    views = []
+    for i, step in enumerate(trace.steps):
+        earlier = trace.steps[max(0, i - config.previous_steps) : i]
+        global_evidence = [e for s in trace.steps[:i] for e in s.evidence] if step.kind == "conclusion" else []
+        views.append(
+            StepView(
+                question=trace.question,
+                kind=step.kind,
+                text=step.shown(),
+                previous=tuple(" ".join(s.shown().split())[:300] for s in earlier),
+                evidence=tuple(local_evidence(trace, i)),
+                global_evidence=tuple(global_evidence),
+                abstaining=step.kind == "conclusion" and is_abstention_answer(step.answer or ""),
+            )
+        )
+    return views
+
+
+def single_prompt(view: StepView, *, max_chars: int) -> str:
+    """The single-call prompt (stages A-C) for one step's view."""
+    return judge_prompt(
+        question=view.question,
+        kind=view.kind,
+        step=view.text,
+        previous=view.previous,
+        evidence=view.evidence,
+        global_evidence=view.global_evidence,
+        max_chars=max_chars,
+    )
+
+
 async def judge_step(
     generator: Generator,
     view: StepView,
@@ -115,15 +175,7 @@ async def judge_step(
     are not asked."""
     decode = _decode(generator)
     if mode == "single":
-        prompt = judge_prompt(
-            question=view.question,
-            kind=view.kind,
-            step=view.text,
-            previous=view.previous,
-            evidence=view.evidence,
-            global_evidence=view.global_evidence,
-            max_chars=max_chars,
-        )
+        prompt = single_prompt(view, max_chars=max_chars)
         result = await _ask(generator, prompt, StepJudgement, params)
         if result.value is None:
             return _failed("A-C", result)

@@ -189,6 +189,9 @@ class StepCheck(BaseModel):
     no-gap, §2.7); ``None`` when the label is the tree's own."""
     error: str | None = None
     token_span: tuple[int, int] | None = None
+    judgement: dict[str, Any] | None = None
+    """The judge's reply for stages A-C in the single-call schema (the sections it answered): what a distilled
+    student checker learns to write (``evigraph export-sft stepgap --student``)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -15,7 +15,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -149,24 +149,47 @@ def export_sft_command(
     min_reward: Annotated[
         float | None, typer.Option("--min-reward", help="Keep runs whose reward scalar is at least this.")
     ] = None,
+    student: Annotated[
+        bool, typer.Option("--student", help="StepGap only: the checker's steps as distillation examples.")
+    ] = False,
 ) -> None:
-    """Stored runs as multi-turn SFT data for OpenRLHF (`--data.multiturn`): failed runs are left out."""
+    """Stored runs as multi-turn SFT data for OpenRLHF (`--data.multiturn`): failed runs are left out. With
+    `--student` (StepGap), one example per checked step: the judge's prompt and NLI results in, the teacher's
+    JSON, pipeline path and label out."""
     from evigraph.files import atomic_writer
     from evigraph.registry import get_agent
-    from evigraph.training.sft import sft_line
 
+    if student and agent != "stepgap":
+        raise ConfigError("--student distils StepGap's checker: use it with `export-sft stepgap`")
     adapter = get_agent(agent).load().require("evaluation")
     kept = skipped = 0
     with atomic_writer(out) as writer:
         for prediction in adapter.read_predictions(trajectories):
             trajectory = getattr(prediction, "trajectory", None)
-            line = sft_line(trajectory) if trajectory is not None and trajectory.error is None else None
-            if line is None or (min_reward is not None and (line["reward"] is None or line["reward"] < min_reward)):
-                skipped += 1
-                continue
-            writer.write(json.dumps(line, ensure_ascii=False) + "\n")
-            kept += 1
+            lines = _sft_lines(trajectory, student=student, min_reward=min_reward)
+            skipped += not lines
+            for line in lines:
+                writer.write(json.dumps(line, ensure_ascii=False) + "\n")
+                kept += 1
     console.print_json(json.dumps({"kept": kept, "skipped": skipped, "out": str(out)}))
+
+
+def _sft_lines(trajectory: Any, *, student: bool, min_reward: float | None) -> list[dict[str, Any]]:
+    """The SFT lines of one stored run (none for a failed run or one below ``min_reward``)."""
+    from evigraph.training.sft import sft_line
+
+    if trajectory is None or trajectory.error is not None:
+        return []
+    if student:
+        from evigraph.agents.stepgap.distill import student_examples
+        from evigraph.agents.stepgap.schemas import StepGapOutput
+
+        output = StepGapOutput.model_validate(trajectory.output)
+        return student_examples(output.trace, output.checks) if output.trace is not None else []
+    line = sft_line(trajectory)
+    if min_reward is not None and (line["reward"] is None or line["reward"] < min_reward):
+        return []
+    return [line]
 
 
 def sft_plan(config_name: str, *, model: str, data: Path, out: Path, overrides: list[str]) -> list[str]:

@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from evigraph.training.config import builtin_configs
 from evigraph.training.sft import sft_line, sft_messages
 from tests.training.openrlhf_real import import_sft_dataset, parse_train_sft
 from tests.training.test_executor import RLSEEK_REPLY
@@ -77,6 +80,17 @@ def test_export_sft_keeps_successful_runs_above_the_reward(tmp_path: Path) -> No
     assert json.loads(done.stdout)["kept"] == len(lines) == sum(r >= threshold for r in rewards)
     assert all(x["messages"][-1] == {"role": "assistant", "content": RLSEEK_REPLY} for x in lines)
     assert sft_line(_veri_r1_run())["reward"] is not None
+
+
+@pytest.mark.parametrize("config", sorted(builtin_configs("sft")))
+def test_every_shipped_sft_config_parses_with_openrlhf(config: str, tmp_path: Path, monkeypatch: Any) -> None:
+    from evigraph.cli.train import sft_plan
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text('{"messages": []}\n')
+    argv = sft_plan(config, model="/models/student", data=data, out=tmp_path / "out", overrides=[])
+    args = parse_train_sft(monkeypatch, argv[3:])
+    assert args.data.multiturn and args.data.input_key == "messages"
 
 
 def test_train_sft_command_lines_parse_with_openrlhf(tmp_path: Path, monkeypatch: Any) -> None:
