@@ -133,7 +133,7 @@ def generate(
     )
 
 
-def _dispatch(hook: str, agent_name: str | None, args: list[str]) -> None:
+def _dispatch(hook: str, agent_name: str | None, args: list[str], *, prog: str | None = None) -> None:
     """Run ``agent_name``'s ``hook`` command over ``args`` (its own flags and ``--help``): the agent's hook when
     it has one, else the framework's command built from its contract (:mod:`evigraph.cli.agent_commands`)."""
     from evigraph.registry import get_agent, load_agents
@@ -159,7 +159,7 @@ def _dispatch(hook: str, agent_name: str | None, args: list[str]) -> None:
     sub.command(name=agent_name)(function)
     command = typer.main.get_command(sub)
     # Outside standalone mode click returns a command's exit code instead of exiting: pass it on.
-    exit_code = command.main(args=args, prog_name=f"evigraph {hook} {agent_name}", standalone_mode=False)
+    exit_code = command.main(args=args, prog_name=prog or f"evigraph {hook} {agent_name}", standalone_mode=False)
     if isinstance(exit_code, int) and exit_code:
         raise typer.Exit(exit_code)
 
@@ -174,7 +174,7 @@ def _hook_command(hook: str, help_text: str) -> Any:
 
 def _verb_command(verb: str, agent_name: str) -> Any:
     def command(ctx: typer.Context) -> None:
-        _dispatch("run", agent_name, list(ctx.args))
+        _dispatch("run", agent_name, list(ctx.args), prog=f"evigraph {verb}")
 
     command.__doc__ = f"Run the {agent_name} agent (`evigraph {verb} --help` for its options)."
     return command

@@ -160,3 +160,10 @@ def test_prepare_writes_records_eval_reads(tmp_path: Path) -> None:
     }
     done = _cli("prepare", "rlseek", "--out", str(out))
     assert done.returncode != 0 and "exactly one of --ragtruth and --faithbench" in done.stderr
+
+
+def test_verbs_and_agent_commands_show_their_own_usage_line() -> None:
+    for args, usage in ((["detect", "--help"], "Usage: evigraph detect [OPTIONS]"),
+                        (["prepare", "rlseek", "--help"], "Usage: evigraph prepare rlseek [OPTIONS]")):  # fmt: skip
+        done = _cli(*args)
+        assert done.returncode == 0 and usage in done.stdout, done.stdout[:300]
