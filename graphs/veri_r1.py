@@ -94,7 +94,8 @@ class VeriR1Policy:
     def opening(self, state: Mapping[str, Any], *, guided: bool) -> Opening:
         claim = state["claim"]
         if self.config.offline:
-            given = list(state.get("evidence") or [])
+            # JSON callers (a training label, a host agent's state) hand the entries over as dicts.
+            given = [e if isinstance(e, Evidence) else Evidence.model_validate(e) for e in state.get("evidence") or []]
             return Opening(offline_prompt(claim, given), claim, tuple(dict.fromkeys(e.id for e in given)))
         demonstration = self.config.demonstration
         if demonstration is None:

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from evigraph.files import atomic_writer
 
 __all__ = ("prompt_line", "write_prompt_dataset")
@@ -30,9 +32,10 @@ def prompt_line(agent: str, graph_input: dict[str, Any]) -> dict[str, str]:
         >>> line["prompt"], json.loads(line["label"])
         ('claim: It rains.', {'input': {'id': 'c1', 'claim': 'It rains.'}, 'gold': {'label': 'SUPPORTS'}})
     """
-    inputs = {k: v for k, v in graph_input.items() if k != "gold"}
+    inputs = to_jsonable_python({k: v for k, v in graph_input.items() if k != "gold"})
     shown = " | ".join(f"{k}: {v}" for k, v in inputs.items() if isinstance(v, str) and k != "id")
-    label = json.dumps({"input": inputs, "gold": graph_input.get("gold") or {}}, ensure_ascii=False)
+    gold = to_jsonable_python(graph_input.get("gold") or {})
+    label = json.dumps({"input": inputs, "gold": gold}, ensure_ascii=False)
     return {"prompt": shown[:_PROMPT_CHARS] or agent, "label": label, "datasource": agent}
 
 

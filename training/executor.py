@@ -115,9 +115,15 @@ class GraphExecutor:
             self.reward = configure(self.reward.options.model_validate(config.reward_options))  # type: ignore[attr-defined]
         self.mixed = build_mix(config.mix) if config.mix is not None and config.mix.process else None
         builder = agent.require("graph_builder")
-        self.graph = builder(
-            None, config=agent_config, **(resources if resources is not None else self._resources(agent.spec, builder))
-        )
+        tools = resources if resources is not None else self._resources(agent.spec, builder)
+        try:
+            self.graph = builder(None, config=agent_config, **tools)
+        except ConfigError as error:
+            if "search" in agent.spec.resources and tools.get("search") is None:
+                raise ConfigError(
+                    f"{error} (training: set retriever_url to an `evigraph corpus serve` address)"
+                ) from None
+            raise
 
     def _resources(self, spec: Any, builder: Any) -> dict[str, Any]:
         import inspect
@@ -134,11 +140,10 @@ class GraphExecutor:
 
             resources["judge"] = make_generator(GeneratorConfig(model=self.config.judge))
         if "search" in spec.resources:
-            if self.config.retriever_url is None:
-                raise ConfigError(f"{spec.name} searches: give retriever_url (an `evigraph corpus serve` address)")
             from evigraph.tools.remote_search import RemoteSearch
 
-            resources["search"] = RemoteSearch(self.config.retriever_url)
+            url = self.config.retriever_url  # none: the graph decides whether its variant needs one
+            resources["search"] = RemoteSearch(url) if url is not None else None
         if "nli" in spec.resources:
             from evigraph.tools.nli import make_nli
 

@@ -58,7 +58,7 @@ def training_plan(
         )
     if config.advantage.mode != "grpo" and config.openrlhf.get("algo.advantage.estimator") != "group_norm":
         raise ConfigError(f"advantage mode {config.advantage.mode} builds on algo.advantage.estimator: group_norm")
-    if "search" in agent.spec.resources and retriever_url is None:
+    if "search" in agent.spec.resources and retriever_url is None and not config.agent_config.get("offline"):
         raise ConfigError(
             f"{config.agent} searches while it trains: start `evigraph corpus serve CORPUS` and pass its address "
             "with --retriever-url"

@@ -149,3 +149,20 @@ def test_stepgap_generator_episode_with_a_frozen_judge(qwen2_style_tokenizer: An
 def test_a_graph_that_grades_itself_needs_a_frozen_judge() -> None:
     with pytest.raises(ConfigError, match="must not grade itself"):
         GraphExecutor(RolloutConfig(agent="stepgap", retriever_url="http://127.0.0.1:1/retrieve"))
+
+
+def test_offline_veri_r1_takes_its_entries_from_the_json_label(qwen2_style_tokenizer: Any) -> None:
+    from evigraph.training.data import prompt_line
+    from evigraph.trajectory import Evidence
+
+    entries = [Evidence(id="Hog Island Light_sentence_3", text="The first tower was lit in 1854."),
+               Evidence(id="Hog Island Light_sentence_0", text="Hog Island Light stood in Virginia.")]  # fmt: skip
+    gold = {"label": "REFUTES", "evidence": ["Hog Island Light_sentence_0", "Hog Island Light_sentence_3"]}
+    line = prompt_line("veri-r1", {"id": "c1", "claim": CLAIM, "evidence": entries, "gold": gold})
+    executor = GraphExecutor(RolloutConfig(agent="veri-r1", agent_config={"offline": True}))
+    engine = ScriptedEngine(qwen2_style_tokenizer, [ANSWER_REFUTE])
+    sample = asyncio.run(
+        executor.execute(line["prompt"], line["label"], ScriptedSamplingParams(), 4096, qwen2_style_tokenizer, engine)
+    )
+    prompt = qwen2_style_tokenizer.decode(sample["observation_tokens"][: sample["action_ranges"][0][0]])
+    assert "The first tower was lit in 1854." in prompt and sample["reward"] > 0

@@ -110,3 +110,24 @@ def test_the_cli_prints_a_runnable_line_and_refuses_without_the_train_extra(tmp_
     assert (out / "command.sh").read_text().strip().endswith(done.stdout.strip())
     done = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "evigraph[train]" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "data", "n"),
+    [
+        ("veri-r1", "veri-r1-claim-verification/eval_fever.jsonl", None),
+        ("stepgap-generator", "hotpotqa-dev-ircot500/dev_subsampled.jsonl", 500),
+        ("rlseek", "faithbench", 750),
+    ],
+)
+def test_the_shared_data_converts_to_openrlhf_prompts(config: str, data: str, n: int | None, tmp_path: Path) -> None:
+    from tests.markers import shared_data
+
+    source = shared_data(data.split("/")[0])
+    if not source.is_dir():
+        pytest.skip("shared data is not here")
+    path = source / data.split("/", 1)[1] if "/" in data else source
+    _, _, count = _plan(tmp_path, config, data=path)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()]
+    assert len(lines) == count and (n is None or count == n)
+    assert all(json.loads(x["label"])["gold"] and x["datasource"] for x in lines)
