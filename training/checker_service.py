@@ -4,6 +4,8 @@ episode of a rollout actor.
 - **Frozen**: the judge is a generator of its own (an OpenAI-compatible server such as a ``vllm serve`` of the
   teacher, or any other backend), never the policy being trained; the NLI is a cross-encoder checkpoint or the
   judge's fallback.
+- **Batched**: the NLI pairs of concurrently checked traces reach the engine as one batch
+  (:class:`~evigraph.tools.nli.CoalescingNLI`); the judge's server batches its own requests.
 - **Cached**: checks are keyed by the trace's content (question, and per step its text, query, evidence and
   hypothesis) and the service's version, so identical rollouts -- frequent in a GRPO group -- are checked once,
   and concurrent requests for the same trace share one run. The NLI engine caches (premise, hypothesis, model)
@@ -26,6 +28,7 @@ from evigraph.agents.stepgap.schemas import StepGapConfig, Trace, TraceCheck
 from evigraph.generators.base import Generator
 from evigraph.graphs.context import RunContext
 from evigraph.graphs.stepgap_checker import build_checker_graph
+from evigraph.tools.nli import CoalescingNLI
 from evigraph.trajectory import Trajectory
 
 __all__ = ("CheckerService", "annotated", "trace_key")
@@ -64,7 +67,9 @@ class CheckerService:
     ) -> None:
         self.judge = judge
         self.config = config or StepGapConfig()
-        self.graph = build_checker_graph(None, nli=nli, config=self.config)
+        # Rollouts check their traces concurrently: their NLI pairs go to the engine as one batch per round.
+        self.nli = CoalescingNLI(nli) if nli is not None else None
+        self.graph = build_checker_graph(None, nli=self.nli, config=self.config)
         self.cache_size = cache_size
         self._done: OrderedDict[str, TraceCheck] = OrderedDict()
         self._running: dict[str, asyncio.Future[TraceCheck]] = {}

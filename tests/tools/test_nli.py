@@ -475,3 +475,45 @@ def test_make_nli_picks_the_engine(tiny_dir: Path) -> None:
         make_nli(None, None)
     with pytest.raises(ConfigError, match="label_order apply to an NLI checkpoint"):
         make_nli(None, generator, label_order=("entailment", "neutral", "contradiction"))
+
+
+def test_coalescing_sends_concurrent_callers_pairs_as_one_batch() -> None:
+    import asyncio
+
+    from evigraph.tools.nli import CoalescingNLI
+
+    class Recording:
+        engine = "recording"
+
+        def __init__(self) -> None:
+            self.batches: list[list[tuple[str, str]]] = []
+
+        async def abatch_classify(self, pairs: list[tuple[str, str]]) -> list[str]:
+            self.batches.append(list(pairs))
+            return [f"{p}|{h}" for p, h in pairs]
+
+    inner = Recording()
+    nli = CoalescingNLI(inner)
+
+    async def callers() -> list[list[str]]:
+        return await asyncio.gather(
+            nli.abatch_classify([("a", "x"), ("b", "y")]), nli.abatch_classify([("c", "z")]), nli.abatch_classify([])
+        )
+
+    first, second, empty = asyncio.run(callers())
+    assert inner.batches == [[("a", "x"), ("b", "y"), ("c", "z")]] and nli.flushes == 1
+    assert (first, second, empty) == (["a|x", "b|y"], ["c|z"], [])
+    assert nli.engine == "recording"  # every other attribute is the engine's
+
+    class Failing(Recording):
+        async def abatch_classify(self, pairs: list[tuple[str, str]]) -> list[str]:
+            raise RuntimeError("engine down")
+
+    failing = CoalescingNLI(Failing())
+
+    async def both() -> list[object]:
+        return await asyncio.gather(
+            failing.abatch_classify([("a", "x")]), failing.abatch_classify([("b", "y")]), return_exceptions=True
+        )
+
+    assert [str(e) for e in asyncio.run(both())] == ["engine down", "engine down"]

@@ -100,3 +100,30 @@ def test_a_veri_r1_episode_carries_stepgap_step_values_as_their_own_type(
     # (token F1 0.75 >= 0.7: shape -0.05); the answer after an IE: shape -0.15. Weight 0.5 on each bracket.
     assert [round(v["gap"], 3) for v in per_step] == [-0.05, -0.075, -0.125]
     assert logs["gap/return"] == pytest.approx(1 - 0.10 - 0.15 - 0.25)  # EM 1 (the label is right) + Σ brackets
+
+
+def test_concurrently_checked_traces_share_nli_batches() -> None:
+    from tests.agents.stepgap.doubles import FakeNLI
+
+    class CountingNLI(FakeNLI):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def batch_classify(self, pairs: list[tuple[str, str]]) -> list[Any]:
+            self.calls += 1
+            return super().batch_classify(pairs)
+
+    trace = veri_r1_trace(_veri_r1_run())
+    other = trace.model_copy(update={"question": "Hog Island Light was first lit in 1854."})  # another claim
+    judge = ScriptedGenerator(lambda _t, _p: judgement(found=True, quote="The first tower was lit in 1854."))
+    nli = CountingNLI()
+    service = CheckerService(judge, nli=nli)
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(service.check(trace), service.check(other))
+
+    checks = asyncio.run(both())
+    assert all("stageD" in c.steps[1].pipeline_path for c in checks)  # both traces reach the NLI
+    assert service.misses == 2 and nli.calls == 1 and len(nli.pairs) == 4  # one engine call for both traces
+    assert service.provenance["nli"] == "fake-nli"

@@ -10,10 +10,12 @@ an LRU pair cache with counters, ``describe()``, a LangChain face):
   entailment / neutral / contradiction after a short isolated prompt. It is weaker, and never silent: its
   results carry ``engine="generator:<name>"`` and ``describe()`` says so.
 
-:func:`make_nli` picks one. Both label probabilities with :func:`nli_decision`. Torch and transformers load
+:func:`make_nli` picks one; :class:`CoalescingNLI` batches the calls of concurrent callers (the rollouts of a
+training step) into one. Both label probabilities with :func:`nli_decision`. Torch and transformers load
 in ``NLIModel``'s constructor only.
 """
 
+from evigraph.tools.nli.coalescing import CoalescingNLI
 from evigraph.tools.nli.cross_encoder import NLIModel
 from evigraph.tools.nli.engine import NLICacheInfo, NLIDescription, NLIEngine, NLIInput, Pair
 from evigraph.tools.nli.factory import make_nli
@@ -22,6 +24,7 @@ from evigraph.tools.nli.labels import LabelOrder, calibrate_label_order
 from evigraph.tools.nli.results import NLILabel, NLIResult, nli_decision, render_nli_result
 
 __all__ = (
+    "CoalescingNLI",
     "GeneratorNLI",
     "LabelOrder",
     "NLICacheInfo",
