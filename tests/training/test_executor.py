@@ -166,3 +166,22 @@ def test_offline_veri_r1_takes_its_entries_from_the_json_label(qwen2_style_token
     )
     prompt = qwen2_style_tokenizer.decode(sample["observation_tokens"][: sample["action_ranges"][0][0]])
     assert "The first tower was lit in 1854." in prompt and sample["reward"] > 0
+
+
+def test_execute_accepts_what_openrlhf_passes_and_later_keywords(qwen2_style_tokenizer: Any) -> None:
+    executor = GraphExecutor(RolloutConfig(agent="rlseek"))
+    engine = ScriptedEngine(qwen2_style_tokenizer, [RLSEEK_REPLY])
+    label = json.dumps({"input": {"task": "summary", "source": D, "response": T}, "gold": {"spans": [[57, 61]]}})
+    sample = asyncio.run(
+        executor.execute(
+            "p",
+            label,
+            ScriptedSamplingParams(),
+            4096,
+            qwen2_style_tokenizer,
+            engine,
+            images=None,
+            session_id="future-keyword",
+        )  # fmt: skip
+    )
+    assert sample["images"] is None and sample["action_ranges"]
