@@ -182,6 +182,6 @@ def test_execute_accepts_what_openrlhf_passes_and_later_keywords(qwen2_style_tok
             engine,
             images=None,
             session_id="future-keyword",
-        )  # fmt: skip
+        )
     )
     assert sample["images"] is None and sample["action_ranges"]
