@@ -34,7 +34,7 @@ from evigraph.training.reward_mix import RewardMix, build_mix
 from evigraph.training.samples import openrlhf_sample
 from evigraph.trajectory import Trajectory
 
-__all__ = ("CONFIG_ENV", "GraphExecutor", "RolloutConfig", "load_rollout_config")
+__all__ = ("CONFIG_ENV", "GraphExecutor", "RolloutConfig", "load_rollout_config", "record_provenance")
 
 CONFIG_ENV = "EVIGRAPH_ROLLOUT_CONFIG"
 """The environment variable holding the path of the rollout config inside the rollout actors."""
@@ -68,6 +68,8 @@ class RolloutConfig(BaseModel):
     """An NLI checkpoint directory for agents with the ``nli`` resource (default: the judge's fallback)."""
     mix: RewardMix | None = None
     """Checker-based process rewards mixed in (:mod:`evigraph.training.reward_mix`)."""
+    run_dir: str | None = None
+    """The training run's folder: each rollout actor records there which checker versions scored its samples."""
 
 
 def load_rollout_config(path: str | os.PathLike[str] | None = None) -> RolloutConfig:
@@ -114,6 +116,8 @@ class GraphExecutor:
                 raise ConfigError(f"reward {self.reward.__name__} takes no options")
             self.reward = configure(self.reward.options.model_validate(config.reward_options))  # type: ignore[attr-defined]
         self.mixed = build_mix(config.mix) if config.mix is not None and config.mix.process else None
+        if self.mixed is not None and config.run_dir is not None:
+            record_provenance(Path(config.run_dir), [service.provenance for *_, service in self.mixed.terms])
         builder = agent.require("graph_builder")
         tools = resources if resources is not None else self._resources(agent.spec, builder)
         try:
@@ -210,6 +214,19 @@ class GraphExecutor:
             if span is not None and name in step.values:
                 values.append((span, {name: step.values[name]}))
         return values
+
+
+def record_provenance(run_dir: Path, checkers: list[dict[str, Any]]) -> Path:
+    """Write which checkers (name, evigraph version, config hash, judge, NLI) score this actor's samples, so the
+    run's rewards can be recomputed and audited: ``RUN_DIR/provenance/<host>-<pid>.json``."""
+    import socket
+
+    from evigraph.files import atomic_write
+
+    path = run_dir / "provenance" / f"{socket.gethostname()}-{os.getpid()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps({"checkers": checkers}, indent=2) + "\n")
+    return path
 
 
 def _merge(

@@ -84,6 +84,7 @@ def training_plan(
         judge=config.judge,
         nli=config.nli,
         mix=config.mix,
+        run_dir=str(out.resolve()),
     )
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {

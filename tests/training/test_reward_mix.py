@@ -89,7 +89,11 @@ def test_a_veri_r1_episode_carries_stepgap_step_values_as_their_own_type(
             ],
         }
     )
-    executor = GraphExecutor(RolloutConfig(agent="veri-r1", mix=mix), resources={"search": DictSearch()})
+    config = RolloutConfig(agent="veri-r1", mix=mix, run_dir=str(tmp_path / "run"))
+    executor = GraphExecutor(config, resources={"search": DictSearch()})
+    (recorded,) = (tmp_path / "run" / "provenance").glob("*.json")
+    checker = json.loads(recorded.read_text())["checkers"][0]
+    assert checker["checker"] == "stepgap" and checker["judge"].startswith("scripted:") and checker["evigraph"]
     engine = ScriptedEngine(qwen2_style_tokenizer, REPLIES)
     label = json.dumps({"input": {"claim": CLAIM}, "gold": GOLD})
     sample = asyncio.run(executor.execute("p", label, ScriptedSamplingParams(), 4096, qwen2_style_tokenizer, engine))

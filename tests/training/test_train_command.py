@@ -131,3 +131,14 @@ def test_the_shared_data_converts_to_openrlhf_prompts(config: str, data: str, n:
     lines = [json.loads(x) for x in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()]
     assert len(lines) == count and (n is None or count == n)
     assert all(json.loads(x["label"])["gold"] and x["datasource"] for x in lines)
+
+
+def test_docs_list_every_shipped_configs_current_flags() -> None:
+    from evigraph.training.config import load_sft_config, openrlhf_argv, shell_line
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    flat = " ".join(doc.replace("\\\n", " ").split())
+    for name in builtin_configs():
+        assert shell_line(openrlhf_argv(load_train_config(name).openrlhf)) in flat, f"docs/training.md: {name}"
+    for name in builtin_configs("sft"):
+        assert shell_line(openrlhf_argv(load_sft_config(name).openrlhf)) in flat, f"docs/training.md: sft {name}"
