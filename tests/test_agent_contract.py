@@ -23,7 +23,7 @@ from evigraph.rewards import AgentReward, Rewards
 from evigraph.trajectory import Evidence, Segment, Trajectory
 from tests.plugins import install_plugin_agent
 
-BUILT_IN = {"veri-r1", "stepgap", "rlseek"}
+BUILT_IN = {"veri-r1", "stepgap", "rlseek", "seva"}
 
 
 class EmptySearch:
@@ -87,6 +87,7 @@ def _any_gold(schema: type) -> Any:
         "veri-r1": {"label": "SUPPORTS", "evidence": ["A_sentence_0"]},
         "passage-check": {"supported": True},
         "stepgap": {"golds": ["Paris"]},
+        "seva": {"label": "Attributable"},
     }
     for sample in samples.values():
         try:

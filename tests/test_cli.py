@@ -53,6 +53,7 @@ def test_info_json_reports_packages_and_agents(demo_agent: None) -> None:
     assert [a["name"] for a in report["agents"]] == [
         "demo",
         "rlseek",
+        "seva",
         "stepgap",
         "veri-r1",
     ]  # the built-in agents register too
@@ -67,7 +68,10 @@ def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:
     verb = runner.invoke(app, ["check", "--pred", "x.jsonl"])
     assert verb.exit_code == 0 and json.loads(verb.output)["pred"] == "x.jsonl"
     listing = runner.invoke(app, ["score"])
-    assert listing.exit_code == 2 and "Agents with a 'score' command: demo, rlseek, stepgap, veri-r1" in listing.output
+    assert (
+        listing.exit_code == 2
+        and "Agents with a 'score' command: demo, rlseek, seva, stepgap, veri-r1" in listing.output
+    )
 
 
 def test_generate_with_a_scripted_model_file(tmp_path: Path) -> None:

@@ -8,6 +8,10 @@ each sample's advantages and returns move by ``ours - stock``, where ``ours`` is
 process coefficient of 0) leaves OpenRLHF's numbers exactly as they were, and every other mode changes only
 the outcome part of the advantage.
 
+Whatever the mode, the wrapper also logs the advantage-collapse diagnostic (SEVA spec §3.10):
+``info[ZERO_STD_KEY]`` is 1.0 for every sample whose prompt group's rewards are all equal (group-normalised
+advantages exactly 0), so its logged sample mean is the share of such groups in the step.
+
 The per-step lists arrive in each experience's ``info`` (:mod:`evigraph.training.samples`); CAPO's negative
 class in ``info[NEGATIVE_KEY]``. Delivery: Ray's ``worker_process_setup_hook`` runs :func:`setup_hook` in every
 worker; it reads the mode from :data:`CONFIG_ENV` and patches the experience maker when (and only when) that
@@ -36,6 +40,7 @@ __all__ = (
     "NEGATIVE_KEY",
     "OPENRLHF_VERSION",
     "TARGET_MODULE",
+    "ZERO_STD_KEY",
     "adjust_advantages",
     "install",
     "setup_hook",
@@ -50,6 +55,8 @@ CONFIG_ENV = "EVIGRAPH_ADVANTAGE_CONFIG"
 """JSON of an :class:`~evigraph.training.advantages.AdvantageConfig`, set in Ray's ``runtime_env``."""
 NEGATIVE_KEY = "evigraph_negative"
 """``info`` key: 1.0 for samples of the negative gold class (CAPO)."""
+ZERO_STD_KEY = "evigraph_zero_std_group"
+"""``info`` key: 1.0 when the sample's group has zero reward variance; its logged mean is the share of groups."""
 _WRAPPED = "__evigraph_advantage_mode__"
 
 
@@ -99,14 +106,34 @@ def adjust_advantages(experiences: Sequence[Any], config: AdvantageConfig, n_sam
         experience.returns[j] += shift
 
 
+def mark_zero_std_groups(experiences: Sequence[Any], n_samples_per_prompt: int) -> None:
+    """Set ``info[ZERO_STD_KEY]`` on every experience: per sample, 1.0 when all rewards of its group are equal."""
+    groups: dict[int, list[float]] = {}
+    for experience in experiences:
+        for j, index in enumerate(experience.index):
+            groups.setdefault(int(index) // n_samples_per_prompt, []).append(float(experience.rewards[j]))
+    collapsed = {g for g, rewards in groups.items() if max(rewards) == min(rewards)}
+    for experience in experiences:
+        flags = [float(int(index) // n_samples_per_prompt in collapsed) for index in experience.index]
+        experience.info[ZERO_STD_KEY] = experience.rewards.new_tensor(flags)
+
+
+def _adjusts(config: AdvantageConfig) -> bool:
+    return not (config.mode == "grpo" or (config.mode == "process_additive" and config.coef == 0))
+
+
 def wrap(original: Callable[..., Any], config: AdvantageConfig) -> Callable[..., Any]:
-    """``compute_advantages_and_returns`` with the mode applied after the original (idempotent)."""
+    """``compute_advantages_and_returns`` with the diagnostic logged and the mode applied after the original
+    (idempotent)."""
     if getattr(original, _WRAPPED, None) is not None:
         return original
 
     def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
         experiences = original(self, experiences)
         args = self.strategy.args
+        mark_zero_std_groups(experiences, args.rollout.n_samples_per_prompt)
+        if not _adjusts(config):
+            return experiences
         if args.algo.advantage.estimator != "group_norm":
             raise ConfigError(f"advantage mode {config.mode!r} needs --algo.advantage.estimator group_norm")
         adjust_advantages(experiences, config, args.rollout.n_samples_per_prompt)
@@ -168,9 +195,8 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 def install(config: AdvantageConfig) -> None:
-    """Apply ``config``'s mode to OpenRLHF's experience maker: now if it is imported, else when it is."""
-    if config.mode == "grpo" or (config.mode == "process_additive" and config.coef == 0):
-        return
+    """Apply ``config``'s mode (and the zero-variance diagnostic) to OpenRLHF's experience maker: now if it is
+    imported, else when it is."""
     module = sys.modules.get(TARGET_MODULE)
     if module is not None:
         _patch(module, config)

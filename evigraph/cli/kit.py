@@ -129,6 +129,15 @@ class AgentRun:
                 self._generator = make_generator(settings.generator)
         return self._generator
 
+    def generator_for(self, model: str) -> Generator:
+        """Another model for the same command (a probe writer, a cross-checker): the run's generator settings with
+        ``model`` as the spec (:mod:`evigraph.generators.factory`). Not cached: each call loads a model."""
+        from evigraph.generators.factory import make_generator
+
+        settings = self.settings().generator.model_copy(update={"model": model})
+        with err_console.status(f"loading {model} ..."):
+            return make_generator(settings)
+
     def resource(self, name: str, *, default: str | None = None) -> Any | None:
         """Open the tool ``name`` from its flags, or ``None`` when none was given (``default`` names a corpus
         to use then)."""

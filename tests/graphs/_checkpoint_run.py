@@ -83,8 +83,36 @@ def rlseek_policy(transcript: list[Any], params: Any) -> str:
     return RLSEEK_REPLY
 
 
+class SevaHost(TypedDict, total=False):
+    claim: str
+    source: str
+    output: Any
+    trajectory: Trajectory
+
+
+SEVA_REPLY = (
+    '{"evidence_alignment": [{"claim_span": "1899", "source_span": "1889", "status": "mismatch"}], '
+    '"reasoning_chain": [], "label": "Not Attributable", "confidence": 0.8, "error_type": "temporal_shift", '
+    '"fix_suggestion": "Change 1899 to 1889."}'
+)
+
+
+def seva_policy(transcript: list[Any], params: Any) -> str:
+    if ASK["on"]:
+        interrupt({"ask": "may the verifier answer?"})
+    return SEVA_REPLY
+
+
 def host_for(agent: str) -> tuple[Any, dict[str, Any]]:
-    if agent == "rlseek":
+    if agent == "seva":
+        from evigraph.agents.seva.schemas import SevaOutput
+        from evigraph.graphs.seva import build_seva_graph
+
+        SevaHost.__annotations__["output"] = SevaOutput
+        verifier = build_seva_graph(ScriptedGenerator(seva_policy))
+        host = StateGraph(SevaHost)
+        inputs = {"claim": "It was completed in 1899.", "source": "It was completed in 1889."}
+    elif agent == "rlseek":
         from evigraph.agents.rlseek.schemas import RLSeekOutput
         from evigraph.graphs.rlseek import build_rlseek_graph
 

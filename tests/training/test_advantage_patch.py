@@ -79,6 +79,27 @@ def test_grpo_leaves_openrlhfs_numbers_untouched() -> None:
     assert all(torch.equal(a, e.advantages) for a, e in zip(before, experiences, strict=True))
 
 
+def test_every_mode_logs_the_share_of_zero_variance_groups() -> None:
+    # SEVA spec §3.10: binary rewards [0]*8 (collapsed) and [1,0,...,0] (not) in one step -> share 0.5.
+    binary = [0.0] * 8 + [1.0] + [0.0] * 7
+    mask = (1, 1)
+    rollouts = [Rollout(group=i // 8, outcome=r, action_mask=mask) for i, r in enumerate(binary)]
+    experiences = [_experience(rollouts[:5], list(range(5))), _experience(rollouts[5:], list(range(5, 16)))]
+    stock = advantages(rollouts)
+    for experience, part in zip(experiences, (stock[:5], stock[5:]), strict=True):
+        experience.advantages = torch.tensor(part)
+        experience.returns = experience.advantages.clone()
+    args = SimpleNamespace(algo=SimpleNamespace(advantage=SimpleNamespace(estimator="group_norm")),
+                           rollout=SimpleNamespace(n_samples_per_prompt=8))  # fmt: skip
+    wrapped = advantage_patch.wrap(lambda self, e: e, AdvantageConfig(mode="grpo"))
+    before = [e.advantages.clone() for e in experiences]
+    wrapped(SimpleNamespace(strategy=SimpleNamespace(args=args)), experiences)
+    flags = torch.cat([e.info[advantage_patch.ZERO_STD_KEY] for e in experiences])
+    assert flags.tolist() == [1.0] * 8 + [0.0] * 8 and float(flags.mean()) == 0.5
+    assert all(torch.equal(a, e.advantages) for a, e in zip(before, experiences, strict=True))  # grpo: untouched
+    assert stock[0] == [0.0, 0.0] and stock[8][0] == pytest.approx(2.4749, abs=1e-3)  # §3.10's numbers
+
+
 def test_wrap_is_idempotent_and_refuses_other_estimators() -> None:
     calls = []
 

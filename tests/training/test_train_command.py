@@ -39,14 +39,25 @@ def _questions(tmp_path: Path) -> Path:
     return path
 
 
+def _pairs(tmp_path: Path) -> Path:
+    source = "It opened in March 1932."
+    rows = [{"id": "p1", "claim": "It opened in 1932.", "source": source, "label": "Attributable"},
+            {"id": "p2", "claim": "It opened in 1931.", "source": source, "label": False}]  # fmt: skip
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 JUDGE = "openai:teacher@http://127.0.0.1:8001/v1"
 
 
 def _plan(tmp_path: Path, config: str, **kwargs: Any) -> tuple[list[str], dict[str, str], int]:
     from evigraph.cli.train import training_plan
 
-    data = {"rlseek": FIXTURE, "stepgap-generator": _questions(tmp_path)}.get(config) or _veri_r1_data(tmp_path)
-    url = None if config == "rlseek" else "http://127.0.0.1:8000/retrieve"
+    data = {"rlseek": FIXTURE, "stepgap-generator": _questions(tmp_path), "seva": _pairs(tmp_path)}.get(
+        config
+    ) or _veri_r1_data(tmp_path)
+    url = None if config in {"rlseek", "seva"} else "http://127.0.0.1:8000/retrieve"
     overrides = [f"judge={JUDGE}"] if config == "stepgap-generator" else []
     defaults = {"model": "/models/Qwen2.5-7B-Instruct", "data": data, "out": tmp_path / "run", "retriever_url": url,
                 "overrides": overrides}  # fmt: skip

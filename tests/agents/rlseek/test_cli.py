@@ -4,12 +4,10 @@ README's file formats and their errors)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+
+from tests.cli import run_cli, scripted_model, write_jsonl
 
 FIXTURE = Path(str(files("evigraph.agents.rlseek.fixtures")))
 T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
@@ -20,70 +18,55 @@ REPLY = (
 )
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "evigraph.cli.app", *args], env=env, capture_output=True, text=True, timeout=300
-    )
-
-
-def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _replies(path: Path, replies: list[str]) -> str:
-    path.write_text(json.dumps(replies), encoding="utf-8")
-    return f"scripted:{path}"
-
-
 def test_detect_prints_spans_with_offsets_and_quotes(tmp_path: Path) -> None:
     (tmp_path / "doc.txt").write_text(D, encoding="utf-8")
     (tmp_path / "answer.txt").write_text(T, encoding="utf-8")
-    model = _replies(tmp_path / "r.json", [REPLY, REPLY])
+    model = scripted_model(tmp_path / "r.json", [REPLY, REPLY])
     args = ["--source", str(tmp_path / "doc.txt"), "--response", str(tmp_path / "answer.txt"), "--model", model]
-    done = _cli("detect", *args)
+    done = run_cli("detect", *args)
     assert done.returncode == 0, done.stderr
     assert "[57, 61) '1899'" in done.stdout and "source [21, 38)" in done.stdout
     assert "listed but not in the response: 'not in the text'" in done.stdout
-    done = _cli("detect", *args, "--json")
+    done = run_cli("detect", *args, "--json")
     assert json.loads(done.stdout)["output"]["spans"][0]["start"] == 57
 
 
 def test_detect_rejects_bad_input_with_a_clear_message(tmp_path: Path) -> None:
     (tmp_path / "d.json").write_text("{not json", encoding="utf-8")
     (tmp_path / "a.txt").write_text("x", encoding="utf-8")
-    done = _cli(
+    done = run_cli(
         "detect", "--source", str(tmp_path / "d.json"), "--response", str(tmp_path / "a.txt"), "--task", "data-to-text"
     )
     assert done.returncode != 0 and "a data-to-text source must be a JSON object" in done.stderr
-    done = _cli("detect", "--source", str(tmp_path / "nope.txt"), "--response", str(tmp_path / "a.txt"))
+    done = run_cli("detect", "--source", str(tmp_path / "nope.txt"), "--response", str(tmp_path / "a.txt"))
     assert done.returncode != 0 and "--source" in done.stderr
-    done = _cli("detect", "--source", str(tmp_path / "a.txt"), "--response", str(tmp_path / "a.txt"), "--task", "poem")
+    done = run_cli(
+        "detect", "--source", str(tmp_path / "a.txt"), "--response", str(tmp_path / "a.txt"), "--task", "poem"
+    )
     assert done.returncode != 0 and "task" in done.stderr
 
 
 def test_eval_on_the_ragtruth_fixture_then_score_and_reward_its_lines(tmp_path: Path) -> None:
-    model = _replies(tmp_path / "r.json", [REPLY] * 31)
+    model = scripted_model(tmp_path / "r.json", [REPLY] * 31)
     out = tmp_path / "run"
-    done = _cli("eval", "rlseek", "--data", str(FIXTURE), "--out", str(out), "--model", model, "--concurrency", "1")
+    done = run_cli("eval", "rlseek", "--data", str(FIXTURE), "--out", str(out), "--model", model, "--concurrency", "1")
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["n"] == 31 and set(report["span"]) == {"summary", "qa", "data-to-text", "average"}
     assert report["format_rate"] == 1.0 and report["quotes"]["valid_rate"] == 1.0
     # The same predictions through `score`, with the fixture folder as gold: same numbers.
-    done = _cli("score", "rlseek", "--pred", str(out / "predictions.jsonl"), "--gold", str(FIXTURE))
+    done = run_cli("score", "rlseek", "--pred", str(out / "predictions.jsonl"), "--gold", str(FIXTURE))
     assert done.returncode == 0, done.stderr
     scored = json.loads(done.stdout)
     assert scored["span"] == report["span"] and scored["sample"] == report["sample"]
-    done = _cli("reward", "rlseek", "--input", str(out / "predictions.jsonl"))
+    done = run_cli("reward", "rlseek", "--input", str(out / "predictions.jsonl"))
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(lines) == 31 and all(line["scalar"] == "final" and "steps" in line for line in lines)
 
 
 def test_score_reads_other_systems_spans_and_names_mismatches(tmp_path: Path) -> None:
-    gold = _jsonl(
+    gold = write_jsonl(
         tmp_path / "gold.jsonl",
         [
             {"id": "a", "task": "summary", "spans": [[20, 35], [57, 61]]},
@@ -91,7 +74,7 @@ def test_score_reads_other_systems_spans_and_names_mismatches(tmp_path: Path) ->
             {"id": "c", "task": "qa", "spans": [[0, 4]], "extra": "allowed"},
         ],
     )
-    pred = _jsonl(
+    pred = write_jsonl(
         tmp_path / "pred.jsonl",
         [
             {"id": "a", "spans": [[17, 30], [57, 61], [57, 61]]},
@@ -99,7 +82,7 @@ def test_score_reads_other_systems_spans_and_names_mismatches(tmp_path: Path) ->
             {"id": "c", "spans": [], "model": "x"},
         ],
     )
-    done = _cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
+    done = run_cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     summary = report["span"]["summary"]
@@ -117,16 +100,16 @@ def test_score_reads_other_systems_spans_and_names_mismatches(tmp_path: Path) ->
         "fn": 1,
         "tn": 0,
     }
-    _jsonl(
+    write_jsonl(
         pred, [{"id": "a", "spans": []}, {"id": "b", "spans": []}, {"id": "c", "spans": []}, {"id": "z", "spans": []}]
     )
-    done = _cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
+    done = run_cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode != 0 and "'z'" in done.stderr and "no gold record" in done.stderr
-    _jsonl(pred, [{"id": "a", "spans": []}])
-    done = _cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
+    write_jsonl(pred, [{"id": "a", "spans": []}])
+    done = run_cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode != 0 and "have no prediction" in done.stderr and "'b'" in done.stderr
     pred.write_text('{"id": "a", "spans": [[5, 2]]}\n{"id": "b"}\n', encoding="utf-8")
-    done = _cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
+    done = run_cli("score", "rlseek", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode != 0 and "pred.jsonl:1" in done.stderr
 
 
@@ -139,17 +122,17 @@ def test_reward_scores_another_systems_completions(tmp_path: Path) -> None:
         "completion": REPLY,
         "gold": {"spans": [[57, 61]]},
     }
-    done = _cli("reward", "rlseek", "--input", str(_jsonl(tmp_path / "in.jsonl", [line])))
+    done = run_cli("reward", "rlseek", "--input", str(write_jsonl(tmp_path / "in.jsonl", [line])))
     assert done.returncode == 0, done.stderr
     (row,) = [json.loads(x) for x in done.stdout.splitlines()]
     assert row["span"] == 2 * 4 / (4 + 15 + 4) and row["penalty"] == 0.0 and row["final"] == row["span"]
-    done = _cli("reward", "rlseek", "--input", str(tmp_path / "in.jsonl"), "--reward", "span-only")
+    done = run_cli("reward", "rlseek", "--input", str(tmp_path / "in.jsonl"), "--reward", "span-only")
     assert done.returncode == 0, done.stderr and json.loads(done.stdout)["scalar"] == "final"
 
 
 def test_prepare_writes_records_eval_reads(tmp_path: Path) -> None:
     out = tmp_path / "train.jsonl"
-    done = _cli("prepare", "rlseek", "--ragtruth", str(FIXTURE), "--split", "all", "--rebalance", "--out", str(out))
+    done = run_cli("prepare", "rlseek", "--ragtruth", str(FIXTURE), "--split", "all", "--rebalance", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"n": 24, "hallucinated": 12, "clean": 12}
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -158,12 +141,12 @@ def test_prepare_writes_records_eval_reads(tmp_path: Path) -> None:
         "qa",
         "data-to-text",
     }
-    done = _cli("prepare", "rlseek", "--out", str(out))
+    done = run_cli("prepare", "rlseek", "--out", str(out))
     assert done.returncode != 0 and "exactly one of --ragtruth and --faithbench" in done.stderr
 
 
 def test_verbs_and_agent_commands_show_their_own_usage_line() -> None:
     for args, usage in ((["detect", "--help"], "Usage: evigraph detect [OPTIONS]"),
                         (["prepare", "rlseek", "--help"], "Usage: evigraph prepare rlseek [OPTIONS]")):  # fmt: skip
-        done = _cli(*args)
+        done = run_cli(*args)
         assert done.returncode == 0 and usage in done.stdout, done.stdout[:300]

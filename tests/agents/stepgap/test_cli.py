@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.agents.stepgap.doubles import judgement
+from tests.cli import run_cli, write_jsonl
 from tests.markers import requires_pyserini
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "evigraph.cli.app", *args], env=env, capture_output=True, text=True, timeout=300
-    )
-
-
-def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
 
 TRACE = {
     "question": "Who directed Whiplash?",
@@ -48,7 +32,7 @@ def test_check_prints_labels_paths_and_names_the_fallback_nli(tmp_path: Path) ->
     replies = tmp_path / "judge.json"
     quote = "a 2014 film directed by Damien Chazelle"
     replies.write_text(json.dumps([judgement(found=True, quote=quote), judgement(match=False)]), encoding="utf-8")
-    done = _cli("check", str(trace), "--model", f"scripted:{replies}", "--json")
+    done = run_cli("check", str(trace), "--model", f"scripted:{replies}", "--json")
     assert done.returncode == 0, done.stderr
     checks = json.loads(done.stdout)
     # Step 1: quote → D; the scripted judge scores all three label words alike → NEUTRAL → MB. Step 2: IE.
@@ -56,7 +40,7 @@ def test_check_prints_labels_paths_and_names_the_fallback_nli(tmp_path: Path) ->
     assert checks["steps"][0]["pipeline_path"].endswith("stageC:quote_found, stageD:neutral")
     assert checks["nli"].startswith("generator:")  # which NLI ran is always named
     replies.write_text(json.dumps([judgement(), judgement()]), encoding="utf-8")
-    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    done = run_cli("check", str(trace), "--model", f"scripted:{replies}")
     assert done.returncode == 0, done.stderr
     assert "step 1 (inference): no-gap -> none" in done.stdout
 
@@ -66,15 +50,15 @@ def test_check_exits_non_zero_when_the_judge_fails_and_names_a_bad_trace_file(tm
     trace.write_text(json.dumps(TRACE), encoding="utf-8")
     replies = tmp_path / "judge.json"
     replies.write_text(json.dumps(["no json"] * 4), encoding="utf-8")
-    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    done = run_cli("check", str(trace), "--model", f"scripted:{replies}")
     assert done.returncode == 1 and "could not be checked" in done.stderr
     trace.write_text(json.dumps({"question": "Q?", "steps": []}), encoding="utf-8")
-    done = _cli("check", str(trace), "--model", f"scripted:{replies}")
+    done = run_cli("check", str(trace), "--model", f"scripted:{replies}")
     assert done.returncode != 0 and "trace.json" in done.stderr and "steps" in done.stderr
 
 
 def test_score_prints_the_documented_keys(tmp_path: Path) -> None:
-    gold = _jsonl(
+    gold = write_jsonl(
         tmp_path / "gold.jsonl",
         [
             {"id": "q1", "answer_correct": False, "steps": [{"label": "IE"}, {"label": "MB"}]},
@@ -82,7 +66,7 @@ def test_score_prints_the_documented_keys(tmp_path: Path) -> None:
             {"id": "q3", "answer_correct": False, "steps": [{"label": "CC"}, {"label": "no-gap"}]},
         ],
     )
-    pred = _jsonl(
+    pred = write_jsonl(
         tmp_path / "pred.jsonl",
         [
             {"id": "q1", "steps": [{"label": "IE"}, {"label": "no-gap"}]},
@@ -90,7 +74,7 @@ def test_score_prints_the_documented_keys(tmp_path: Path) -> None:
             {"id": "q3", "steps": [{"label": "CC"}, {"label": "no-gap"}]},
         ],
     )
-    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold), "--resamples", "50")
+    done = run_cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold), "--resamples", "50")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # Steps: TP 2 (q1 s1, q3 s1), FN 1 (q1 s2), FP 1 (q2 s2), TN 2 → P 2/3, R 2/3.
@@ -106,12 +90,12 @@ def test_score_prints_the_documented_keys(tmp_path: Path) -> None:
 
 
 def test_score_refuses_a_step_count_mismatch_and_a_bad_label_with_file_and_line(tmp_path: Path) -> None:
-    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "q1", "answer_correct": False, "steps": [{"label": "IE"}]}])
-    pred = _jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "IE"}, {"label": "MB"}]}])
-    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": "q1", "answer_correct": False, "steps": [{"label": "IE"}]}])
+    pred = write_jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "IE"}, {"label": "MB"}]}])
+    done = run_cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode != 0 and "'q1'" in done.stderr and "2 steps" in done.stderr
-    _jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "GAP"}]}])
-    done = _cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
+    write_jsonl(tmp_path / "pred.jsonl", [{"id": "q1", "steps": [{"label": "GAP"}]}])
+    done = run_cli("score", "stepgap", "--pred", str(pred), "--gold", str(gold))
     assert done.returncode != 0 and "pred.jsonl:1" in done.stderr and "label" in done.stderr
 
 
@@ -126,19 +110,19 @@ def test_reward_emits_the_return_and_per_step_terms_for_each_preset(tmp_path: Pa
             {"kind": "answer", "text": "It is La La Land.", "query": None, "label": "MB"},
         ],
     }
-    data = _jsonl(tmp_path / "traces.jsonl", [trace])
-    done = _cli("reward", "stepgap", "--input", str(data))
+    data = write_jsonl(tmp_path / "traces.jsonl", [trace])
+    done = run_cli("reward", "stepgap", "--input", str(data))
     assert done.returncode == 0, done.stderr
     line = json.loads(done.stdout)
     assert line["id"] == "g2" and line["return"] == pytest.approx(0.15)
     terms = [v for s in line["steps"] for v in (s["base"], s["shape"])]
     assert terms == pytest.approx([-0.10, 0.0, 0.20, 0.10, -0.05, 0.0])
     for preset, lam, expected in (("binary_gap", 1.0, 0.20), ("untyped_dense", 1.0, 0.0), ("typed_shape", 2.0, 0.30)):
-        done = _cli("reward", "stepgap", "--input", str(data), "--preset", preset, "--lam", str(lam))
+        done = run_cli("reward", "stepgap", "--input", str(data), "--preset", preset, "--lam", str(lam))
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["return"] == pytest.approx(expected), preset
-    _jsonl(tmp_path / "traces.jsonl", [{**trace, "em": 3}])
-    done = _cli("reward", "stepgap", "--input", str(data))
+    write_jsonl(tmp_path / "traces.jsonl", [{**trace, "em": 3}])
+    done = run_cli("reward", "stepgap", "--input", str(data))
     assert done.returncode != 0 and "traces.jsonl:1" in done.stderr
 
 
@@ -146,7 +130,7 @@ def test_reward_emits_the_return_and_per_step_terms_for_each_preset(tmp_path: Pa
 @pytest.mark.java
 def test_eval_runs_rollouts_checks_them_and_reports(tmp_path: Path) -> None:
     rows = [{"id": "q1", "question": "When was Hog Island Light first lit?", "golds": ["1852"]}]
-    data = _jsonl(tmp_path / "questions.jsonl", rows)
+    data = write_jsonl(tmp_path / "questions.jsonl", rows)
     replies = tmp_path / "replies.json"
     replies.write_text(
         json.dumps(
@@ -161,7 +145,7 @@ def test_eval_runs_rollouts_checks_them_and_reports(tmp_path: Path) -> None:
     )
     out = tmp_path / "run"
     env = {"EVIGRAPH_CACHE_DIR": str(tmp_path / "cache")}
-    done = _cli(
+    done = run_cli(
         "eval", "stepgap", "--data", str(data), "--out", str(out), "--corpus", "demo",
         "--model", f"scripted:{replies}", "--concurrency", "1", env=env,
     )  # fmt: skip

@@ -1,0 +1,28 @@
+"""Label aliases (specs/seva.md §3.5): what a reply or a data file may write for the two labels.
+
+Exact lookup after normalisation, never substring matching: "not supported" contains "supported".
+"""
+
+from __future__ import annotations
+
+import re
+
+from evigraph.agents.seva.schemas import ATTRIBUTABLE, NOT_ATTRIBUTABLE, Label
+
+__all__ = ("ALIASES", "normalize_label")
+
+ALIASES: dict[str, Label] = {
+    **dict.fromkeys(("attributable", "yes", "true", "entailment", "supported"), ATTRIBUTABLE),
+    **dict.fromkeys(("not attributable", "no", "false", "contradiction", "neutral", "not supported"), NOT_ATTRIBUTABLE),
+}
+_SEPARATORS = re.compile(r"[_\-\s]+")
+
+
+def normalize_label(value: object) -> Label | None:
+    """The canonical label of ``value``: JSON booleans map to their label; a string is lower-cased, ``_``/``-``
+    become spaces, runs of spaces collapse, then the alias table decides. Anything else is ``None``."""
+    if isinstance(value, bool):
+        return ATTRIBUTABLE if value else NOT_ATTRIBUTABLE
+    if not isinstance(value, str):
+        return None
+    return ALIASES.get(_SEPARATORS.sub(" ", value.strip().lower()).strip())
