@@ -8,17 +8,28 @@ was writing (and :func:`read_jsonl` with ``tolerate_truncated_tail=True`` skips 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import InputDataError
 from evigraph.files import atomic_writer
 
-__all__ = ("append_jsonl", "format_validation_error", "iter_json_objects", "read_jsonl", "write_jsonl")
+__all__ = (
+    "append_jsonl",
+    "format_validation_error",
+    "iter_json_objects",
+    "read_json_list",
+    "read_jsonl",
+    "repair_torn_tail",
+    "write_jsonl",
+)
+
+logger = logging.getLogger(__name__)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -96,4 +107,80 @@ def append_jsonl(path: str | os.PathLike[str], record: BaseModel) -> None:
     with Path(path).open("a", encoding="utf-8") as handle:
         handle.write(record.model_dump_json() + "\n")
         handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":  # JSON's whitespace
+        position += 1
+    return position
+
+
+def _line_at(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputDataError(str(path), 1, f"not UTF-8 text ({error.reason})") from None
+
+
+def read_json_list(path: Path) -> list[tuple[int, Any]]:
+    """``(line, value)`` per element of the JSON list in ``path``, the line being where the element starts.
+
+    For data sets published as one (pretty-printed) JSON list rather than JSONL; decoding element by element
+    keeps real line numbers for error messages (``file:line: not valid JSON (...)``, an empty or non-UTF-8 file).
+    """
+    text = _read_text(path)
+
+    def invalid(position: int, problem: str) -> InputDataError:
+        return InputDataError(str(path), _line_at(text, position), f"not valid JSON ({problem})")
+
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if not text.startswith("[", position):
+        raise InputDataError(str(path), _line_at(text, position), "expected a JSON list of rows")
+    position = _skip_space(text, position + 1)
+    rows: list[tuple[int, Any]] = []
+    line, counted = 1, 0
+    more = not text.startswith("]", position)
+    while more:
+        line, counted = line + text.count("\n", counted, position), position
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise invalid(error.pos, f"{error.msg} at column {error.colno}") from None
+        rows.append((line, value))
+        position = _skip_space(text, position)
+        if text.startswith(",", position):
+            position = _skip_space(text, position + 1)
+        elif text.startswith("]", position):
+            more = False
+        else:
+            raise invalid(position, "expected ',' or ']' after a row")
+    if _skip_space(text, position + 1) != len(text):
+        raise invalid(position, "extra data after the list")
+    return rows
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Cut a last line that lacks its newline and is not valid JSON (a writer killed mid-line)."""
+    with path.open("rb") as handle:
+        data = handle.read()
+    if not data or data.endswith(b"\n"):
+        return
+    cut = data.rfind(b"\n") + 1  # 0 when the torn line is the whole file
+    tail = data[cut:]
+    try:
+        json.loads(tail)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        logger.warning("%s: removing a torn last line (%d bytes) left by an interrupted run", path, len(tail))
+        os.truncate(path, cut)
+    else:
+        # A complete record whose newline never made it: finish the line so the next append does not glue on.
+        with path.open("ab") as handle:
+            handle.write(b"\n")
+    with path.open("rb+") as handle:
         os.fsync(handle.fileno())

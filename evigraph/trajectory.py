@@ -11,6 +11,7 @@ All models round-trip through JSON (``model_dump_json`` / ``model_validate_json`
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = (
+    "EOS_MARKER",
     "Evidence",
     "Origin",
     "RewardComponent",
@@ -28,10 +30,20 @@ __all__ = (
     "TrajectoryError",
     "flat_response",
     "segment_spans",
+    "strip_eos",
 )
 
 Origin = Literal["prompt", "policy", "environment"]
 """Who wrote a segment. Only ``policy`` tokens are trained on; the rest are masked."""
+
+
+EOS_MARKER = re.compile(r"(?:<\|[A-Za-z0-9_]+\|>|</s>|<eos>)[ \t\r\n]*\Z")
+"""One end-of-sequence marker at the end of a text (Qwen ``<|im_end|>``, Llama ``<|eot_id|>``, ``</s>``...)."""
+
+
+def strip_eos(text: str) -> str:
+    """``text`` without one trailing end-of-sequence marker (and whitespace after it)."""
+    return EOS_MARKER.sub("", text)
 
 
 def segment_spans(segments: Sequence[Segment]) -> list[tuple[int, int]] | None:
@@ -94,6 +106,12 @@ class Segment(BaseModel):
         if self.logprobs is not None and (self.token_ids is None or len(self.logprobs) != len(self.token_ids)):
             raise ValueError("logprobs must align one-to-one with token_ids")
         return self
+
+    @property
+    def reply(self) -> str:
+        """What the model wrote: ``text`` without the end-of-sequence token's text when the turn ended on it (a
+        policy turn's text is the decoding of its ids, that token included; a parser must not see it)."""
+        return strip_eos(self.text) if self.finish_reason == "eos" else self.text
 
     @property
     def chat_role(self) -> Literal["system", "user", "assistant"]:

@@ -18,9 +18,31 @@ from evigraph.rewards import AgentReward
 from evigraph.tokens import TokenOffsets
 from evigraph.trajectory import RewardComponent, Segment, Step, Timing, Trajectory, TrajectoryError, segment_spans
 
-__all__ = ("assemble_trajectory", "exact_segments", "score_trajectory", "with_token_spans")
+__all__ = (
+    "answer_step",
+    "assemble_trajectory",
+    "exact_segments",
+    "last_policy_turn",
+    "score_trajectory",
+    "with_token_spans",
+)
 
 logger = logging.getLogger(__name__)
+
+
+def last_policy_turn(transcript: Sequence[Segment]) -> Segment | None:
+    """The transcript's last policy segment (``None`` before the first turn or when generation failed)."""
+    return next((s for s in reversed(transcript) if s.origin == "policy"), None)
+
+
+def answer_step(transcript: Sequence[Segment]) -> list[Step]:
+    """A one-turn agent's steps: its last policy turn as one ``answer`` step over the whole turn (the token span
+    an outcome or process reward sits on); none when there is no turn."""
+    indices = [i for i, s in enumerate(transcript) if s.origin == "policy"]
+    if not indices:
+        return []
+    text = transcript[indices[-1]].text
+    return [Step(index=0, kind="answer", text=text, segment_index=indices[-1], char_span=(0, len(text)))]
 
 
 def exact_segments(transcript: Sequence[Segment], scope: RunScope) -> list[Segment]:

@@ -25,7 +25,7 @@ from evigraph.agents.rlseek.schemas import RLSeekConfig, RLSeekInputs, RLSeekOut
 from evigraph.agents.rlseek.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import assemble_trajectory
+from evigraph.graphs.assembly import assemble_trajectory, last_policy_turn
 from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
 from evigraph.trajectory import Segment, Step
 
@@ -73,7 +73,7 @@ def build_rlseek_graph(
         return result.update(state)
 
     async def parse_completion(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        last = _last_turn(state)
+        last = last_policy_turn(state["transcript"])
         output = detect(
             last.text if last else "",
             task=state["task"],
@@ -121,12 +121,6 @@ def build_rlseek_graph(
     graph.add_conditional_edges("parse_completion", after_parse)
     graph.add_edge("finish", END)
     return graph.compile(name="rlseek")
-
-
-def _last_turn(state: State) -> Segment | None:
-    """The last policy turn (``None`` when generation failed before the first)."""
-    turns = [s for s in state["transcript"] if s.origin == "policy"]
-    return turns[-1] if turns else None
 
 
 def _may_requote(state: State, config: RLSeekConfig, scope: RunScope) -> bool:

@@ -23,9 +23,9 @@ from evigraph.agents.seva.scoring import REWARD
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import assemble_trajectory
+from evigraph.graphs.assembly import answer_step, assemble_trajectory, last_policy_turn
 from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
-from evigraph.trajectory import Segment, Step
+from evigraph.trajectory import Segment
 
 __all__ = ("build_seva_graph",)
 
@@ -67,8 +67,7 @@ def build_seva_graph(
         return result.update(state)
 
     async def parse_and_validate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        turns = [s for s in state["transcript"] if s.origin == "policy"]
-        last = turns[-1] if turns else None
+        last = last_policy_turn(state["transcript"])
         output = read_verdict(
             last.text if last else "",
             source=state["shown_source"],
@@ -93,7 +92,7 @@ def build_seva_graph(
             run_id=state.get("id") or uuid.uuid4().hex,
             inputs={"claim": state["claim"], "source": state["source"]},
             transcript=state["transcript"],
-            steps=_steps(state["transcript"]),
+            steps=answer_step(state["transcript"]),
             output=output,
             scope=scope,
             timing=timing_of(state),
@@ -114,13 +113,3 @@ def build_seva_graph(
     graph.add_conditional_edges("parse_and_validate", after_parse)
     graph.add_edge("finish", END)
     return graph.compile(name="seva")
-
-
-def _steps(transcript: tuple[Segment, ...]) -> list[Step]:
-    """The verdict turn as one ``answer`` step (its token span is what a process reward would sit on)."""
-    policy = [i for i, s in enumerate(transcript) if s.origin == "policy"]
-    if not policy:
-        return []
-    index = policy[-1]
-    text = transcript[index].text
-    return [Step(index=0, kind="answer", text=text, segment_index=index, char_span=(0, len(text)))]

@@ -23,7 +23,7 @@ from evigraph.rewards import AgentReward, Rewards
 from evigraph.trajectory import Evidence, Segment, Trajectory
 from tests.plugins import install_plugin_agent
 
-BUILT_IN = {"veri-r1", "stepgap", "rlseek", "seva"}
+BUILT_IN = {"veri-r1", "stepgap", "rlseek", "seva", "rag-zeval"}
 
 
 class EmptySearch:
@@ -88,6 +88,7 @@ def _any_gold(schema: type) -> Any:
         "passage-check": {"supported": True},
         "stepgap": {"golds": ["Paris"]},
         "seva": {"label": "Attributable"},
+        "rag-zeval": {"alphas": [0, -1]},
     }
     for sample in samples.values():
         try:

@@ -52,6 +52,7 @@ def test_info_json_reports_packages_and_agents(demo_agent: None) -> None:
     assert vllm["version"] is None and "[vllm]" in vllm["install_hint"]  # reported as missing, no crash
     assert [a["name"] for a in report["agents"]] == [
         "demo",
+        "rag-zeval",
         "rlseek",
         "seva",
         "stepgap",
@@ -70,7 +71,7 @@ def test_hook_dispatch_passes_the_agents_own_flags(demo_agent: None) -> None:
     listing = runner.invoke(app, ["score"])
     assert (
         listing.exit_code == 2
-        and "Agents with a 'score' command: demo, rlseek, seva, stepgap, veri-r1" in listing.output
+        and "Agents with a 'score' command: demo, rag-zeval, rlseek, seva, stepgap, veri-r1" in listing.output
     )
 
 

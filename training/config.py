@@ -5,7 +5,10 @@ A config names the agent, its reward (and options), the component that is each s
 default the reward's scalar), the per-step value the dense advantage modes read, a frozen ``judge`` (and an
 ``nli`` checkpoint) for agents that grade their own steps, the advantage mode, the agent's own config, and
 ``openrlhf``: OpenRLHF 0.11.2's dotted flags without the leading dashes (``rollout.n_samples_per_prompt: 16``;
-``true`` = a bare switch, ``false``/``null`` = left out, a list = several values). ``--set KEY=VALUE`` overrides
+``true`` = a bare switch, ``false``/``null`` = left out, a list = several values). An optional ``curriculum``
+lists stages run one after another, each from the previous stage's checkpoint, each with its own prompts (the
+agent's adapter reshapes every record by the stage's ``options``, e.g. RAG-Zeval's 3 then 4 candidates) and
+flag overrides. ``--set KEY=VALUE`` overrides
 any key (``openrlhf.actor.adam.lr=5e-7``, ``advantage.mode=capo``); values are read as JSON, else as YAML
 scalars.
 """
@@ -28,6 +31,7 @@ from evigraph.training.reward_mix import RewardMix
 
 __all__ = (
     "OPENRLHF_MODULE",
+    "CurriculumStage",
     "SFTConfig",
     "TrainConfig",
     "apply_overrides",
@@ -50,6 +54,17 @@ class SFTConfig(BaseModel):
     openrlhf: dict[str, Any] = Field(default_factory=dict)
 
 
+class CurriculumStage(BaseModel):
+    """One stage of a curriculum: its prompts are every record reshaped by ``options`` (the agent adapter's
+    ``curriculum_input``), and ``openrlhf`` overrides the config's flags for this stage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    options: dict[str, Any] = Field(default_factory=dict)
+    openrlhf: dict[str, Any] = Field(default_factory=dict)
+
+
 class TrainConfig(BaseModel):
     """One training run's settings (see the module docstring)."""
 
@@ -67,6 +82,9 @@ class TrainConfig(BaseModel):
     advantage: AdvantageConfig = AdvantageConfig()
     agent_config: dict[str, Any] = Field(default_factory=dict)
     openrlhf: dict[str, Any] = Field(default_factory=dict)
+    curriculum: list[CurriculumStage] = Field(default_factory=list)
+    curriculum_seed: int = 0
+    """Seed of the stages' reshaping (e.g. which candidates a 3-candidate stage keeps, per record)."""
 
 
 def builtin_configs(kind: str = "grpo") -> dict[str, Path]:

@@ -5,9 +5,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,17 +33,7 @@ def detect_command(
 ) -> None:
     """Find the hallucinated spans of one response: each with its offsets and the source quotes behind it."""
     record = _record(source, response, task, question)
-    graph = run.graph()
-    with err_console.status("checking ..."):
-        result = asyncio.run(graph.ainvoke(record.graph_input(), context=run.context()))
-    trajectory, output = result["trajectory"], result["output"]
-    if as_json:
-        sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
-    else:
-        _show(output, record)
-    if trajectory.error is not None:
-        err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
-        raise typer.Exit(1)
+    run.run_once(record.graph_input(), show=lambda output: _show(output, record), as_json=as_json)
 
 
 @agent_command(generator=False, agent_config=False)

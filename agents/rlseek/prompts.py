@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from evigraph.agents.rlseek.parsing import FINAL_KEY
 from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
 from evigraph.agents.rlseek.schemas import PromptVariant, TaskType
-from evigraph.protocol.guides import TEXT
+from evigraph.protocol.guides import TEXT, clause_choices, sentence_choices
 
 __all__ = ("Rendered", "detection_guide", "detection_prompt", "render", "render_source", "requote_note")
 
@@ -160,25 +160,6 @@ def requote_note(missing: list[str]) -> str:
 
 _STRING = r'"[ !#-\[\]-~]{1,80}"'
 """A JSON string of printable ASCII without quote marks or backslashes (weak-model guide)."""
-_CLAUSE_BREAK = re.compile(
-    r"(?<=[.!?;:,])\s+|\n+|\s+(?=(?:and|but|or|while|which|who|whose|with|after|before|because|although)\b)"
-)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
-_PRINTABLE = re.compile(r"^[ -~]+$")
-_MAX_CHOICES = 40
-
-
-def _choices(raw_pieces: list[str], *, max_chars: int, banned: str) -> list[str]:
-    """Verbatim pieces a weak model may copy: printable ASCII, none of ``banned``, at most ``max_chars`` (cut at
-    a word boundary), first-seen order, at most :data:`_MAX_CHOICES`."""
-    pieces: list[str] = []
-    for raw in raw_pieces:
-        piece = raw.strip()
-        if len(piece) > max_chars:
-            piece = piece[:max_chars].rsplit(" ", 1)[0].strip()
-        if len(piece) >= 3 and _PRINTABLE.match(piece) and not any(c in piece for c in banned):
-            pieces.append(piece)
-    return list(dict.fromkeys(pieces))[:_MAX_CHOICES]
 
 
 def detection_guide(
@@ -189,9 +170,9 @@ def detection_guide(
     a quote must be one of the source's sentences and a listed span one of the response's clauses (split at
     punctuation and before conjunctions), copied verbatim: a small model otherwise copies the worked example
     instead of the texts it was given."""
-    quotes = _choices([m.group() for m in _SENTENCE.finditer(source or "")], max_chars=200, banned="<>")
+    quotes = sentence_choices(source or "", max_chars=200, banned="<>")
     quote_body = f"(?:{'|'.join(re.escape(q) for q in quotes)})" if quotes else f"{TEXT}+"
-    spans = _choices(_CLAUSE_BREAK.split(response or ""), max_chars=80, banned='"\\<>')
+    spans = clause_choices(response or "", max_chars=80, banned='"\\<>')
     string = f'"(?:{"|".join(re.escape(p) for p in spans)})"' if spans else _STRING
 
     def step(n: int) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,24 +15,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.kit import AgentRun, agent_command, text_or_file
 
 __all__ = ("annotate_command", "attribute_command", "evolve_command")
 
 console = Console()
 err_console = Console(stderr=True)
-
-
-def _text(value: str) -> str:
-    """A flag's text, or the file it names with ``@path``."""
-    if value.startswith("@"):
-        from evigraph.errors import ConfigError
-
-        try:
-            return Path(value[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{value}: {error}") from None
-    return value
 
 
 @agent_command()
@@ -44,19 +31,8 @@ def attribute_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
     """Is the claim attributable to the source? A structured verdict: alignments, reasoning, label, diagnosis."""
-    graph = run.graph()
-    with err_console.status("checking ..."):
-        result = asyncio.run(graph.ainvoke({"claim": _text(claim), "source": _text(source)}, context=run.context()))
-    trajectory, output = result["trajectory"], result["output"]
-    if as_json:
-        sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
-    else:
-        _show(output)
-    if trajectory.error is not None:
-        err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
-        raise typer.Exit(1)
-    if not output.parse_ok:
-        raise typer.Exit(1)
+    inputs = {"claim": text_or_file(claim), "source": text_or_file(source)}
+    run.run_once(inputs, show=_show, as_json=as_json, ok=lambda output: output.parse_ok)
 
 
 def _show(output: object) -> None:

@@ -22,10 +22,9 @@ from pydantic import BaseModel, ConfigDict
 from evigraph.agents.veri_r1.answer import parse_answer_body
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.protocol.tags import WHITESPACE, Block, ParsedText
-from evigraph.trajectory import Segment
+from evigraph.trajectory import EOS_MARKER, Segment
 
 __all__ = (
-    "EOS_MARKER",
     "FormatOptions",
     "FormatReport",
     "FormatRule",
@@ -33,15 +32,12 @@ __all__ = (
     "check_response_format",
     "information_ids",
     "split_response",
-    "strip_eos",
 )
 
 FormatRule = Literal["F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8"]
 
 MAX_SEARCHES = 3
 
-EOS_MARKER = re.compile(r"(?:<\|[A-Za-z0-9_]+\|>|</s>|<eos>)[ \t\r\n]*\Z")
-"""One end-of-sequence marker at the end of a text (Qwen ``<|im_end|>``, Llama ``<|eot_id|>``, ``</s>``...)."""
 
 _TAG_TOKEN = re.compile(r"</?[A-Za-z][A-Za-z0-9_-]*>")
 _INFORMATION_AFTER_SEARCH = re.compile(r"</search>([ \t\r\n]*)<information>")
@@ -75,18 +71,10 @@ class FormatReport(BaseModel):
     messages: tuple[str, ...] = ()
 
 
-def strip_eos(text: str) -> str:
-    """``text`` without one trailing end-of-sequence marker (and whitespace after it)."""
-    return EOS_MARKER.sub("", text)
-
-
 def _checked_segments(segments: Sequence[Segment]) -> list[Segment]:
     # A policy turn that ended on the EOS token carries that token's decoded text (the segment text is the
     # decoding of its ids, EOS included); it is not something the model wrote inside the protocol.
-    return [
-        s.model_copy(update={"text": strip_eos(s.text)}) if s.origin == "policy" and s.finish_reason == "eos" else s
-        for s in segments
-    ]
+    return [s.model_copy(update={"text": s.reply}) if s.origin == "policy" else s for s in segments]
 
 
 def check_format(segments: Sequence[Segment], options: FormatOptions | None = None) -> FormatReport:

@@ -23,7 +23,6 @@ from evigraph.agents.veri_r1.format_rules import (
     check_format,
     information_ids,
     split_response,
-    strip_eos,
 )
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence
 from evigraph.agents.veri_r1.labels import GOLD_LABELS, GoldLabel, Label, label_matches, normalize_id, relaxes_evidence
@@ -82,9 +81,7 @@ def prediction_from_response(
         answer = parse_answer_compat(text)
         return Prediction(id=id, label=answer.label, evidence=answer.evidence, format_ok=answer.label is not None)
     segments = split_response(text)
-    policy = "".join(
-        strip_eos(s.text) if s.finish_reason == "eos" else s.text for s in segments if s.origin == "policy"
-    )
+    policy = "".join(s.reply for s in segments if s.origin == "policy")
     answer = parse_answer(policy)
     return Prediction(
         id=id,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from evigraph.graphs.context import RunContext
     from evigraph.registry import LoadedAgent
 
-__all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command")
+__all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command", "text_or_file")
 
 err_console = Console(stderr=True)
 
@@ -56,6 +56,18 @@ class CommandSpec:
     """Whether the agent's config fields become flags."""
     model_flags: tuple[str, ...] = ()
     """Other names for the model flag in this command (``--teacher``); default ``--generator.model``/``--model``."""
+
+
+def text_or_file(value: str) -> str:
+    """A text flag's value, or the contents of the file it names as ``@path`` (long sources, passages)."""
+    if not value.startswith("@"):
+        return value
+    from evigraph.errors import ConfigError
+
+    try:
+        return Path(value[1:]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{value}: {error}") from None
 
 
 def agent_command(
@@ -168,6 +180,37 @@ class AgentRun:
         from evigraph.graphs.context import RunContext
 
         return RunContext(generator=self.generator())
+
+    def run_once(
+        self,
+        inputs: dict[str, Any],
+        *,
+        show: Callable[[Any], None],
+        as_json: bool = False,
+        ok: Callable[[Any], bool] = lambda _output: True,
+        status: str = "checking ...",
+    ) -> None:
+        """An agent verb's one graph run: print the trajectory as JSON (``as_json``) or ``show(output)``; exit 1
+        when the run failed (the failure named on stderr) or ``ok(output)`` rejects what it concluded."""
+        import asyncio
+        import sys
+
+        import typer
+        from rich.markup import escape
+
+        graph = self.graph()
+        with err_console.status(status):
+            result = asyncio.run(graph.ainvoke(inputs, context=self.context()))
+        trajectory, output = result["trajectory"], result["output"]
+        if as_json:
+            sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
+        else:
+            show(output)
+        if trajectory.error is not None:
+            err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
+            raise typer.Exit(1)
+        if not ok(output):
+            raise typer.Exit(1)
 
     def describe(self) -> dict[str, Any]:
         """What a run directory pins: the agent, generator settings, agent config, tool flags and options."""

@@ -15,14 +15,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.console import Console
 
 from evigraph.errors import ConfigError, MissingDependencyError
 
-__all__ = ("export_sft_command", "sft_plan", "train_command", "train_sft_command", "training_plan")
+__all__ = ("StagePlan", "export_sft_command", "sft_plan", "train_command", "train_sft_command", "training_plan")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -31,20 +31,31 @@ _DENSE_MODES = ("stepgap_dense", "stepgap_sequence", "process_additive")
 _TRAIN_HINT = "pip install 'evigraph[train]' in its own environment on a GPU machine (README: Training)"
 
 
+class StagePlan(NamedTuple):
+    """One OpenRLHF launch of a training run (the whole run, or one curriculum stage)."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    n_prompts: int
+    out: Path
+    """The stage's directory: its prompts, rollout config and ``ckpt/`` (the next stage starts from it)."""
+
+
 def training_plan(
     config_name: str, *, model: str, data: Path, out: Path, retriever_url: str | None, overrides: list[str]
-) -> tuple[list[str], dict[str, str], int]:
-    """Write the prompt data and rollout config under ``out``; return the launcher's argv, its extra
-    environment and the number of training prompts.
+) -> list[StagePlan]:
+    """Write the prompt data and rollout config of every stage under ``out``; return each stage's launcher argv,
+    its extra environment and its number of training prompts. A config without a curriculum is one stage
+    in ``out`` itself; stage ``k`` of a curriculum lives in ``out/stage-k-NAME`` and starts from stage ``k-1``'s
+    checkpoint.
 
     Raises:
-        ConfigError: a bad config or override, records without gold, a mode the config cannot run.
+        ConfigError: a bad config or override, records without gold, a mode the config cannot run, a curriculum
+            the agent cannot reshape its records for.
     """
-    from evigraph.files import atomic_write
     from evigraph.registry import get_agent
-    from evigraph.training import advantage_patch, executor
-    from evigraph.training.config import load_train_config, openrlhf_argv
-    from evigraph.training.data import write_prompt_dataset
+    from evigraph.training.config import load_train_config
 
     config = load_train_config(config_name, overrides)
     agent = get_agent(config.agent).load()
@@ -63,6 +74,9 @@ def training_plan(
             f"{config.agent} searches while it trains: start `evigraph corpus serve CORPUS` and pass its address "
             "with --retriever-url"
         )
+    reshape = getattr(adapter, "curriculum_input", None)
+    if config.curriculum and reshape is None:
+        raise ConfigError(f"{config.agent} has no curriculum: its evaluation adapter defines no curriculum_input")
     records = adapter.load_records(data, limit=None, seed=None)
     inputs = [adapter.graph_input(r) for r in records]
     missing = [str(r.id) for r, i in zip(records, inputs, strict=True) if not i.get("gold")]
@@ -70,6 +84,39 @@ def training_plan(
         raise ConfigError(
             f"{data}: training needs gold answers; {len(missing)} record(s) have none, e.g. {missing[0]!r}"
         )
+    if not config.curriculum:
+        return [_stage_plan(config, "main", inputs, model=model, out=out, retriever_url=retriever_url, flags={})]
+    stages = []
+    for number, stage in enumerate(config.curriculum, start=1):
+        try:
+            shaped = [reshape(r, stage.options, config.curriculum_seed) for r in records]
+        except ValueError as error:
+            raise ConfigError(f"curriculum stage {stage.name!r}: {error}", source="curriculum") from None
+        where = out / f"stage-{number}-{stage.name}"
+        start = model if number == 1 else str((stages[-1].out / "ckpt").resolve())
+        stages.append(
+            _stage_plan(
+                config, stage.name, shaped, model=start, out=where, retriever_url=retriever_url, flags=stage.openrlhf
+            )
+        )
+    return stages
+
+
+def _stage_plan(
+    config: Any,
+    name: str,
+    inputs: list[dict[str, Any]],
+    *,
+    model: str,
+    out: Path,
+    retriever_url: str | None,
+    flags: dict[str, Any],
+) -> StagePlan:
+    from evigraph.files import atomic_write
+    from evigraph.training import advantage_patch, executor
+    from evigraph.training.config import openrlhf_argv
+    from evigraph.training.data import write_prompt_dataset
+
     out.mkdir(parents=True, exist_ok=True)
     prompts = out / "prompts.jsonl"
     n_prompts = write_prompt_dataset(config.agent, inputs, prompts)
@@ -89,6 +136,7 @@ def training_plan(
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {
         **config.openrlhf,
+        **flags,
         "actor.model_name_or_path": model,
         "data.prompt_dataset": str(prompts.resolve()),
         "train.agent_func_path": str(Path(executor.__file__).with_name("agent_func.py")),
@@ -100,7 +148,7 @@ def training_plan(
         executor.CONFIG_ENV: str((out / "rollout.json").resolve()),
         advantage_patch.CONFIG_ENV: config.advantage.model_dump_json(),
     }
-    return argv, env, n_prompts
+    return StagePlan(name, argv, env, n_prompts, out)
 
 
 def train_command(
@@ -114,31 +162,36 @@ def train_command(
     overrides: Annotated[
         list[str] | None, typer.Option("--set", help="Override a config key: openrlhf.actor.adam.lr=5e-7.")
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the OpenRLHF command line and stop.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the OpenRLHF command line (one per curriculum stage) and stop.")
+    ] = False,
 ) -> None:
     """Train an agent with multi-turn GRPO on OpenRLHF (its own graph is the rollout)."""
+    from evigraph.files import atomic_write
     from evigraph.training.config import shell_line
 
-    argv, env, n_prompts = training_plan(
+    stages = training_plan(
         config, model=model, data=data, out=out, retriever_url=retriever_url, overrides=list(overrides or [])
     )
-    line = " ".join(f"{k}={shell_line([v])}" for k, v in env.items()) + " " + shell_line(argv)
-    from evigraph.files import atomic_write
-
-    atomic_write(out / "command.sh", "#!/usr/bin/env bash\n" + line + "\n")
-    err_console.print(f"[dim]{n_prompts} training prompts in {out / 'prompts.jsonl'}[/]")
+    lines = [" ".join(f"{k}={shell_line([v])}" for k, v in s.env.items()) + " " + shell_line(s.argv) for s in stages]
+    # Stages run in order and stop at the first failure (set -e): each starts from the previous checkpoint.
+    atomic_write(out / "command.sh", "#!/usr/bin/env bash\nset -e\n" + "\n".join(lines) + "\n")
+    for stage in stages:
+        err_console.print(f"[dim]{stage.name}: {stage.n_prompts} training prompts in {stage.out / 'prompts.jsonl'}[/]")
     if dry_run:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write("\n".join(lines) + "\n")
         return
     for module in ("openrlhf", "ray", "vllm", "deepspeed"):
         if importlib.util.find_spec(module) is None:
             raise MissingDependencyError(module, _TRAIN_HINT)
     import os
 
-    done = subprocess.run(argv, env={**os.environ, **env}, check=False)
-    if done.returncode:
-        raise typer.Exit(done.returncode)
-    console.print_json(json.dumps({"checkpoints": str(out / "ckpt")}))
+    for stage in stages:
+        done = subprocess.run(stage.argv, env={**os.environ, **stage.env}, check=False)
+        if done.returncode:
+            err_console.print(f"[red]stage {stage.name} failed (exit {done.returncode})[/]")
+            raise typer.Exit(done.returncode)
+    console.print_json(json.dumps({"checkpoints": str(stages[-1].out / "ckpt")}))
 
 
 def export_sft_command(

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from evigraph.errors import ConfigError, InputDataError
 from evigraph.files import atomic_write
-from evigraph.jsonl import read_jsonl
+from evigraph.jsonl import read_jsonl, repair_torn_tail
 
 if TYPE_CHECKING:
     from rich.progress import Progress, Task
@@ -199,7 +199,7 @@ def _prepare_output(path: Path, *, retry_failed: bool) -> dict[str, bool]:
     """Repair a torn tail, check every other line, drop failed results if asked; return ``{id: failed}``."""
     if not path.exists():
         return {}
-    _repair_torn_tail(path)
+    repair_torn_tail(path)
     with path.open("r", encoding="utf-8") as handle:
         lines = handle.readlines()
 
@@ -233,27 +233,6 @@ def _prepare_output(path: Path, *, retry_failed: bool) -> dict[str, bool]:
         log.info("%s: removing %d failed result(s) to run them again", path, len(line_of) - len(kept))
         atomic_write(path, "".join(kept))
     return failed_by_id
-
-
-def _repair_torn_tail(path: Path) -> None:
-    """Cut a last line that lacks its newline and is not valid JSON (a writer killed mid-line)."""
-    with path.open("rb") as handle:
-        data = handle.read()
-    if not data or data.endswith(b"\n"):
-        return
-    cut = data.rfind(b"\n") + 1  # 0 when the torn line is the whole file
-    tail = data[cut:]
-    try:
-        json.loads(tail)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        log.warning("%s: removing a torn last line (%d bytes) left by an interrupted run", path, len(tail))
-        os.truncate(path, cut)
-    else:
-        # A complete record whose newline never made it: finish the line so the next append does not glue on.
-        with path.open("ab") as handle:
-            handle.write(b"\n")
-    with path.open("rb+") as handle:
-        os.fsync(handle.fileno())
 
 
 class _LineWriter:

@@ -13,7 +13,17 @@ import re
 from collections.abc import Sequence
 from importlib.resources import files
 
-__all__ = ("TEXT", "block", "body_regex", "sentence_regex", "subject_words", "words_regex")
+__all__ = (
+    "TEXT",
+    "block",
+    "body_regex",
+    "clause_choices",
+    "sentence_choices",
+    "sentence_regex",
+    "subject_words",
+    "verbatim_choices",
+    "words_regex",
+)
 
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
 _FUNCTION_WORDS = frozenset(
@@ -28,6 +38,40 @@ TEXT = "[ -;=?-~]"
 lm-format-enforcer cannot track (a random or weak model then escapes the guide)."""
 
 _SENTENCE = r"[A-Za-z0-9][ -\-/-;=?-~]{more}\."
+
+
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.!?;:,])\s+|\n+|\s+(?=(?:and|but|or|while|which|who|whose|with|after|before|because|although)\b)"
+)
+_SENTENCE_PIECE = re.compile(r"[^.!?\n]+[.!?]?")
+_PRINTABLE = re.compile(r"^[ -~]+$")
+MAX_CHOICES = 40
+
+
+def verbatim_choices(raw_pieces: Sequence[str], *, max_chars: int, banned: str = "") -> list[str]:
+    """Pieces of a given text a weak model may copy verbatim (a guide's alternatives): printable ASCII, none of
+    ``banned``, at most ``max_chars`` (cut at a word boundary), at least 3 characters, first-seen order, at most
+    :data:`MAX_CHOICES`. A small model offered free text copies the prompt's example instead of the texts it was
+    given; offering the texts' own pieces keeps it on them."""
+    pieces: list[str] = []
+    for raw in raw_pieces:
+        piece = raw.strip()
+        if len(piece) > max_chars:
+            piece = piece[:max_chars].rsplit(" ", 1)[0].strip()
+        if len(piece) >= 3 and _PRINTABLE.match(piece) and not any(c in piece for c in banned):
+            pieces.append(piece)
+    return list(dict.fromkeys(pieces))[:MAX_CHOICES]
+
+
+def sentence_choices(text: str, *, max_chars: int, banned: str = "") -> list[str]:
+    """:func:`verbatim_choices` over ``text``'s sentences (runs ending at ``.``, ``!``, ``?`` or a newline)."""
+    return verbatim_choices([m.group() for m in _SENTENCE_PIECE.finditer(text)], max_chars=max_chars, banned=banned)
+
+
+def clause_choices(text: str, *, max_chars: int, banned: str = "") -> list[str]:
+    """:func:`verbatim_choices` over ``text``'s clauses: split after punctuation, at line breaks and before
+    conjunctions and relative pronouns."""
+    return verbatim_choices(_CLAUSE_BREAK.split(text), max_chars=max_chars, banned=banned)
 
 
 def block(tag: str, body: str) -> str:

@@ -99,10 +99,11 @@ def test_the_patch_on_openrlhfs_real_advantage_code_reproduces_the_fixtures(monk
     from evigraph.cli.train import training_plan
     from tests.training.test_train_command import FIXTURE
 
-    argv, _, _ = training_plan(
+    (stage,) = training_plan(
         "rlseek", model="m", data=FIXTURE, out=tmp_path, retriever_url=None,
         overrides=["openrlhf.rollout.n_samples_per_prompt=4"],
     )  # fmt: skip
+    argv = stage.argv
     args = parse_train_ppo_ray(monkeypatch, argv[4:])  # OpenRLHF's real, fully validated args
     module = import_experience_maker(monkeypatch)
     stock = _maker(module, args).compute_advantages_and_returns(_notes_experiences(module, dense=True))

@@ -51,17 +51,33 @@ def _pairs(tmp_path: Path) -> Path:
 JUDGE = "openai:teacher@http://127.0.0.1:8001/v1"
 
 
+def _ranked_sets(tmp_path: Path) -> Path:
+    reference = "The bridge opened in 1932 and is 503 metres long."
+    answers = ["It opened in 1932.", "It opened in the 1930s.", "It opened in 1950.", "It is a famous tunnel."]
+    rows = [{"id": f"r{k}", "question": "When did the bridge open?", "reference": reference,
+             "candidates": [{"text": t, "alpha": a} for t, a in zip(answers, (0, -0.5, -1, -1.4), strict=True)]}
+            for k in range(3)]  # fmt: skip
+    path = tmp_path / "ranked.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 def _plan(tmp_path: Path, config: str, **kwargs: Any) -> tuple[list[str], dict[str, str], int]:
+    """The first stage's argv, environment and prompt count."""
     from evigraph.cli.train import training_plan
 
-    data = {"rlseek": FIXTURE, "stepgap-generator": _questions(tmp_path), "seva": _pairs(tmp_path)}.get(
-        config
-    ) or _veri_r1_data(tmp_path)
-    url = None if config in {"rlseek", "seva"} else "http://127.0.0.1:8000/retrieve"
+    data = {
+        "rlseek": FIXTURE,
+        "stepgap-generator": _questions(tmp_path),
+        "seva": _pairs(tmp_path),
+        "rag-zeval": _ranked_sets(tmp_path),
+    }.get(config) or _veri_r1_data(tmp_path)
+    url = None if config in {"rlseek", "seva", "rag-zeval"} else "http://127.0.0.1:8000/retrieve"
     overrides = [f"judge={JUDGE}"] if config == "stepgap-generator" else []
     defaults = {"model": "/models/Qwen2.5-7B-Instruct", "data": data, "out": tmp_path / "run", "retriever_url": url,
                 "overrides": overrides}  # fmt: skip
-    return training_plan(config, **{**defaults, **kwargs})
+    stage = training_plan(config, **{**defaults, **kwargs})[0]
+    return stage.argv, stage.env, stage.n_prompts
 
 
 @pytest.mark.parametrize("config", sorted(builtin_configs()))
@@ -80,6 +96,35 @@ def test_every_shipped_config_parses_with_openrlhf_0_11_2(config: str, tmp_path:
     assert (rollout.outcome, rollout.step_value) == (shipped.outcome, shipped.step_value)
     lines = [json.loads(x) for x in Path(args.data.prompt_dataset).read_text().splitlines()]
     assert len(lines) == n_prompts > 0 and all(json.loads(x["label"])["gold"] for x in lines)
+
+
+def test_a_curriculum_runs_stages_in_order_each_from_the_last_checkpoint(tmp_path: Path, monkeypatch: Any) -> None:
+    from evigraph.cli.train import training_plan
+
+    stages = training_plan(
+        "rag-zeval", model="/models/qwen", data=_ranked_sets(tmp_path), out=tmp_path / "run", retriever_url=None,
+        overrides=[],
+    )  # fmt: skip
+    assert [s.name for s in stages] == ["three", "four"] and [s.n_prompts for s in stages] == [3, 3]
+    first, second = (parse_train_ppo_ray(monkeypatch, s.argv[4:]) for s in stages)
+    assert first.actor.model_name_or_path == "/models/qwen"
+    assert second.actor.model_name_or_path == first.ckpt.output_dir == str(stages[0].out / "ckpt")
+    for stage, size in zip(stages, (3, 4), strict=True):
+        labels = [json.loads(json.loads(x)["label"]) for x in (stage.out / "prompts.jsonl").read_text().splitlines()]
+        assert all(len(x["input"]["candidates"]) == len(x["gold"]["alphas"]) == size for x in labels)
+        # Kept candidates stay best first, so the gold order is still the alphas' order.
+        assert all(x["gold"]["alphas"] == sorted(x["gold"]["alphas"], reverse=True) for x in labels)
+    again = training_plan(
+        "rag-zeval", model="m", data=_ranked_sets(tmp_path), out=tmp_path / "again", retriever_url=None, overrides=[]
+    )
+    assert (again[0].out / "prompts.jsonl").read_text() == (stages[0].out / "prompts.jsonl").read_text()
+    with pytest.raises(ConfigError, match="stage 'three': unknown option"):
+        training_plan(
+            "rag-zeval", model="m", data=_ranked_sets(tmp_path), out=tmp_path / "bad", retriever_url=None,
+            overrides=['curriculum=[{"name": "three", "options": {"size": 3}}]'],
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="has no curriculum"):
+        _plan(tmp_path, "rlseek", overrides=['curriculum=[{"name": "x", "options": {}}]'])
 
 
 def test_overrides_reach_the_command_line(tmp_path: Path, monkeypatch: Any) -> None:
