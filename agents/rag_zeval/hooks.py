@@ -163,15 +163,16 @@ def meta_eval_command(
 
 def _run_inputs(run: AgentRun, inputs: list[dict[str, Any]], out: Path, *, concurrency: int) -> dict[str, Any]:
     """Our evaluator over graph inputs (resumable in ``out``); the stored result of each, by id."""
-    from evigraph.agents.rag_zeval.evaluation import EVALUATION, RagZevalPrediction
+    from evigraph.agents.rag_zeval.evaluation import RagZevalPrediction
     from evigraph.evaluation.pipeline import run_in_dir
     from evigraph.evaluation.runner import read_results
 
     graph = run.graph()
 
     async def run_one(item: dict[str, Any]) -> RagZevalPrediction:
-        state = await graph.ainvoke(item, context=run.context())
-        return EVALUATION.result(_Record(item["id"]), state)
+        trajectory = (await graph.ainvoke(item, context=run.context()))["trajectory"]
+        output, error = trajectory.output, trajectory.error
+        return RagZevalPrediction(id=item["id"], output=output, trajectory=trajectory, error=error)
 
     summary = run_in_dir(
         inputs, run_one, id_of=lambda i: i["id"], out_dir=out, run_config=run.describe(), concurrency=concurrency,
@@ -180,14 +181,6 @@ def _run_inputs(run: AgentRun, inputs: list[dict[str, Any]], out: Path, *, concu
     err_console.print(f"[dim]{summary.model_dump_json()}[/]")
     wanted = {i["id"] for i in inputs}
     return {r.id: r for r in read_results(out / "predictions.jsonl", RagZevalPrediction) if r.id in wanted}
-
-
-class _Record:
-    """What :meth:`RagZevalEvaluation.result` reads of a record: its id (these runs have no gold order)."""
-
-    def __init__(self, record_id: str) -> None:
-        self.id = record_id
-        self.gold = None
 
 
 def _score_release(run: AgentRun, human: Path, out: Path, *, limit: int | None, concurrency: int) -> Path:
