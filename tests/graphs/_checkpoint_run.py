@@ -103,8 +103,39 @@ def seva_policy(transcript: list[Any], params: Any) -> str:
     return SEVA_REPLY
 
 
+class RagZevalHost(TypedDict, total=False):
+    question: str
+    reference: str
+    candidates: list[str]
+    output: Any
+    trajectory: Trajectory
+
+
+RAG_ZEVAL_REPLY = json.dumps([
+    {"id": letter, "answer": "...", "atomic_claims": [
+        {"claim": "It was completed in 1889.", "is_supported": letter == "A",
+         "grounding_evidence": ["It was completed in 1889."] if letter == "A" else [], "analysis": "compared"}]}
+    for letter in "AB"
+])  # fmt: skip
+
+
+def rag_zeval_policy(transcript: list[Any], params: Any) -> str:
+    if ASK["on"]:
+        interrupt({"ask": "may the evaluator answer?"})
+    return RAG_ZEVAL_REPLY
+
+
 def host_for(agent: str) -> tuple[Any, dict[str, Any]]:
-    if agent == "seva":
+    if agent == "rag-zeval":
+        from evigraph.agents.rag_zeval.schemas import RagZevalOutput
+        from evigraph.graphs.rag_zeval import build_rag_zeval_graph
+
+        RagZevalHost.__annotations__["output"] = RagZevalOutput
+        verifier = build_rag_zeval_graph(ScriptedGenerator(rag_zeval_policy))
+        host = StateGraph(RagZevalHost)
+        inputs = {"question": "When was it completed?", "reference": "It was completed in 1889.",
+                  "candidates": ["It was completed in 1889.", "It was completed in 1899."]}  # fmt: skip
+    elif agent == "seva":
         from evigraph.agents.seva.schemas import SevaOutput
         from evigraph.graphs.seva import build_seva_graph
 

@@ -18,7 +18,7 @@ from tests.plugins import PLUGIN_ROOT
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("agent", ["veri-r1", "passage-check", "rlseek", "seva"])
+@pytest.mark.parametrize("agent", ["veri-r1", "passage-check", "rlseek", "seva", "rag-zeval"])
 @pytest.mark.parametrize("strict", ["true", "false"])
 def test_interrupt_inside_the_subgraph_and_resume(agent: str, strict: str) -> None:
     env = {
