@@ -185,3 +185,34 @@ def test_execute_accepts_what_openrlhf_passes_and_later_keywords(qwen2_style_tok
         )
     )
     assert sample["images"] is None and sample["action_ranges"]
+
+
+def test_rag_zeval_episode_is_scored_strictly_from_the_exact_reply(qwen2_style_tokenizer: Any) -> None:
+    from evigraph.agents.rag_zeval.prompts import assign_letters
+    from evigraph.training.config import load_train_config
+
+    shipped = load_train_config("rag-zeval")
+    executor = GraphExecutor(RolloutConfig(agent="rag-zeval", agent_config=shipped.agent_config))
+    reference = "The bridge over the river opened to traffic in March 1932. It is 503 metres long."
+    candidates = ["It opened in March 1932.", "It opened in 1932 and is 900 metres long.", "It opened in 1950."]
+    letters = assign_letters(3, seed=0, key="b1")
+    evidence = "The bridge over the river opened to traffic in March 1932."
+    labels = [[True], [True, False], [False]]
+    items = sorted(
+        ({"id": letters[i], "answer": c, "atomic_claims": [
+            {"claim": f"claim {k}", "is_supported": s, "grounding_evidence": [evidence] if s else [], "analysis": "."}
+            for k, s in enumerate(labels[i])]} for i, c in enumerate(candidates)),
+        key=lambda item: item["id"],
+    )  # fmt: skip
+    reply = "```json\n" + json.dumps(items) + "\n```"
+    engine = ScriptedEngine(qwen2_style_tokenizer, [reply])
+    label = {"input": {"id": "b1", "question": "When did the bridge open?", "reference": reference,
+                       "candidates": candidates}, "gold": {"alphas": [0, -1, -1.4]}}  # fmt: skip
+    sample = _execute(executor, engine, label)
+    _layout_holds(sample, engine, qwen2_style_tokenizer)
+    # One policy turn, ended on the end-of-turn token: the reward reads the reply without it (strict JSON).
+    assert len(sample["action_ranges"]) == 1 and sample["truncated"] is False
+    assert sample["reward"] == pytest.approx(1.5)  # 1 > 1/2 > 0, every evidence string verbatim and 12 tokens
+    assert sample["extra_logs"]["rag-zeval/format"] == 0.0 and sample["extra_logs"]["rag-zeval/claims"] == 4 / 3
+    broken = ScriptedEngine(qwen2_style_tokenizer, [reply.replace("]", ",]", 1)])  # not JSON: no salvage in training
+    assert _execute(executor, broken, label)["reward"] == -0.5
