@@ -29,6 +29,7 @@ __all__ = (
     "Trajectory",
     "TrajectoryError",
     "flat_response",
+    "last_policy_turn",
     "segment_spans",
     "strip_eos",
 )
@@ -44,6 +45,12 @@ EOS_MARKER = re.compile(r"(?:<\|[A-Za-z0-9_]+\|>|</s>|<eos>)[ \t\r\n]*\Z")
 def strip_eos(text: str) -> str:
     """``text`` without one trailing end-of-sequence marker (and whitespace after it)."""
     return EOS_MARKER.sub("", text)
+
+
+def last_policy_turn(segments: Sequence[Segment]) -> Segment | None:
+    """The last policy segment (``None`` before the first turn or when generation failed): the reply a
+    one-turn agent's parser and reward read (its :attr:`Segment.reply`)."""
+    return next((s for s in reversed(segments) if s.origin == "policy"), None)
 
 
 def segment_spans(segments: Sequence[Segment]) -> list[tuple[int, int]] | None:

@@ -22,17 +22,11 @@ __all__ = (
     "answer_step",
     "assemble_trajectory",
     "exact_segments",
-    "last_policy_turn",
     "score_trajectory",
     "with_token_spans",
 )
 
 logger = logging.getLogger(__name__)
-
-
-def last_policy_turn(transcript: Sequence[Segment]) -> Segment | None:
-    """The transcript's last policy segment (``None`` before the first turn or when generation failed)."""
-    return next((s for s in reversed(transcript) if s.origin == "policy"), None)
 
 
 def answer_step(transcript: Sequence[Segment]) -> list[Step]:

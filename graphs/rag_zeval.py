@@ -29,8 +29,9 @@ from evigraph.agents.rag_zeval.schemas import RagZevalConfig, RagZevalInputs, Ra
 from evigraph.agents.rag_zeval.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import answer_step, assemble_trajectory, last_policy_turn
+from evigraph.graphs.assembly import answer_step, assemble_trajectory
 from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
+from evigraph.trajectory import last_policy_turn
 
 __all__ = ("build_rag_zeval_graph",)
 

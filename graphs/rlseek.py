@@ -25,9 +25,9 @@ from evigraph.agents.rlseek.schemas import RLSeekConfig, RLSeekInputs, RLSeekOut
 from evigraph.agents.rlseek.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import assemble_trajectory, last_policy_turn
+from evigraph.graphs.assembly import assemble_trajectory
 from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
-from evigraph.trajectory import Segment, Step
+from evigraph.trajectory import Segment, Step, last_policy_turn
 
 __all__ = ("build_rlseek_graph",)
 

@@ -23,9 +23,9 @@ from evigraph.agents.seva.scoring import REWARD
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import answer_step, assemble_trajectory, last_policy_turn
+from evigraph.graphs.assembly import answer_step, assemble_trajectory
 from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
-from evigraph.trajectory import Segment
+from evigraph.trajectory import Segment, last_policy_turn
 
 __all__ = ("build_seva_graph",)
 

@@ -17,7 +17,6 @@ from evigraph.agents.rag_zeval.schemas import Claim, ParseMode, RagZevalOutput, 
 __all__ = (
     "CLAIM_FIELDS",
     "ITEM_FIELDS",
-    "evidence_strings",
     "format_problems",
     "read_evaluation",
     "regex_counts",
@@ -105,18 +104,6 @@ def regex_counts(text: str) -> dict[str, tuple[int, int]]:
         labels = _LABEL.findall(text, mark.end(), end)
         counts.setdefault(mark.group(1), (labels.count("true"), len(labels)))
     return counts
-
-
-def evidence_strings(value: Any) -> list[str]:
-    """Every evidence string of a parsed reply, all claims of all items (§3.2, O16)."""
-    found: list[str] = []
-    for item in value if isinstance(value, list) else ():
-        claims = item.get("atomic_claims") if isinstance(item, dict) else None
-        for claim in claims if isinstance(claims, list) else ():
-            evidence = claim.get("grounding_evidence") if isinstance(claim, dict) else None
-            if isinstance(evidence, list):
-                found.extend(e for e in evidence if isinstance(e, str))
-    return found
 
 
 def read_evaluation(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from evigraph.agents.rag_zeval.parsing import evidence_strings, format_problems, read_evaluation, strict_json
+from evigraph.agents.rag_zeval.parsing import read_evaluation
 from evigraph.agents.rag_zeval.prompts import show
 from evigraph.agents.rag_zeval.rewards import (
     combined_reward,
@@ -24,7 +24,7 @@ from evigraph.agents.rag_zeval.rewards import (
 )
 from evigraph.agents.rag_zeval.schemas import LETTERS, RagZevalGold, RagZevalOutput
 from evigraph.rewards import Rewards
-from evigraph.trajectory import RewardComponent, Trajectory
+from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
 
 __all__ = ("BEST_REWARD", "REWARD", "RagZevalReward", "exact_scores", "letters_of")
 
@@ -61,20 +61,23 @@ class RagZevalReward:
         inputs = trajectory.input
         candidates = [str(c) for c in inputs.get("candidates") or ()]
         letters = letters_of(inputs)
-        turns = [s for s in trajectory.segments if s.origin == "policy"]
-        last = turns[-1] if turns else None
-        text = last.reply if last else ""
+        last = last_policy_turn(trajectory.segments)
         truncated = last is not None and last.finish_reason == "length"
-        value, error = strict_json(text)
-        problems = ("truncated",) if truncated else ((error,) if error else format_problems(value, letters))
-        r_f = format_reward(problems) if len(gold.alphas) == len(candidates) else format_reward(("gold size",))
-        output = read_evaluation(text, letters, truncated=truncated)
+        output = read_evaluation(last.reply if last else "", letters, truncated=truncated)  # strict: no fallback
+        if len(gold.alphas) != len(candidates):
+            problems: tuple[str, ...] = (f"{len(gold.alphas)} gold alphas for {len(candidates)} candidates",)
+        else:
+            problems = () if output.format_ok else (output.parse_error or "format",)
+        r_f = format_reward(problems)
         r_a = 0
         if r_f == 0.0:
             rank = ranking_accuracy if self.ranking == "full" else top1_accuracy
             r_a = rank(exact_scores(output), gold.alphas)
         shown = show(str(inputs.get("question", "")), str(inputs.get("reference", "")), candidates)
-        r_e = evidence_reward(evidence_strings(value), shown.reference) if r_f == 0.0 else 0.0
+        # A reply that passes the gate has exactly the shown ids and only well-typed claims: its claims' evidence
+        # is every evidence string of the reply (§3.2, O16).
+        evidence = [e for c in output.candidates for claim in c.claims for e in claim.grounding_evidence]
+        r_e = evidence_reward(evidence, shown.reference) if r_f == 0.0 else 0.0
         counts: Sequence[int] = [c.total for c in output.candidates]
         components = {
             "format": r_f,

@@ -14,7 +14,7 @@ from evigraph.agents.rlseek.prompts import render
 from evigraph.agents.rlseek.rewards import final_reward, quotation_penalty, span_reward, step_penalties
 from evigraph.agents.rlseek.schemas import TASKS, RLSeekGold, RLSeekOutput
 from evigraph.rewards import Rewards, StepRewards
-from evigraph.trajectory import RewardComponent, Trajectory
+from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
 
 __all__ = ("REWARD", "SPAN_ONLY_REWARD", "RLSeekReward", "detection_of")
 
@@ -29,8 +29,7 @@ def detection_of(trajectory: Trajectory) -> RLSeekOutput:
         texts = render(task, inputs.get("source") or "", inputs.get("response") or "", inputs.get("question"))
     except TypeError:
         texts = render(task, "", "")
-    turns = [s for s in trajectory.segments if s.origin == "policy"]
-    last = turns[-1] if turns else None
+    last = last_policy_turn(trajectory.segments)
     return detect(
         last.text if last else "",
         task=task,

@@ -16,15 +16,14 @@ from evigraph.agents.seva.rewards import RewardWeights, binary_reward, process_r
 from evigraph.agents.seva.schemas import SevaGold, SevaOutput
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.rewards import Rewards
-from evigraph.trajectory import RewardComponent, Trajectory
+from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
 
 __all__ = ("BINARY_REWARD", "REWARD", "SevaReward", "SevaRewardOptions", "verdict_of")
 
 
 def verdict_of(trajectory: Trajectory) -> SevaOutput:
     """The trajectory's last policy turn read as a verdict against its own source."""
-    turns = [s for s in trajectory.segments if s.origin == "policy"]
-    last = turns[-1] if turns else None
+    last = last_policy_turn(trajectory.segments)
     source = trajectory.input.get("source")
     return read_verdict(
         last.text if last else "",
