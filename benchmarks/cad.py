@@ -15,7 +15,8 @@ import statistics
 import time
 
 from evigraph.agents.rag_zeval.cad import cad_generate, default_eos_ids
-from evigraph.agents.rag_zeval.synthesis import DEFAULT_ALPHAS, encode_prompts
+from evigraph.agents.rag_zeval.synthesis import DEFAULT_ALPHAS
+from evigraph.agents.rag_zeval.synthesis_prompts import encode_prompts
 from evigraph.generators.transformers import TransformersGenerator
 
 ITEMS = [

@@ -21,7 +21,6 @@ walks through writing one.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import re
@@ -33,6 +32,7 @@ from typing import Any, Literal, is_typeddict
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evigraph.errors import ConfigError
+from evigraph.imports import resolve
 
 __all__ = (
     "BUILTIN_COMMANDS",
@@ -45,7 +45,6 @@ __all__ = (
     "get_agent",
     "load_agents",
     "register_agent",
-    "resolve",
 )
 
 logger = logging.getLogger(__name__)
@@ -69,25 +68,6 @@ Resource = Literal["search", "nli"]
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-
-
-def resolve(path: str) -> Any:
-    """Import ``"package.module:attr.sub"`` and return the object.
-
-    Raises:
-        ConfigError: the module or attribute does not exist (the message names the path).
-    """
-    module_name, _, attr_path = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(f"cannot import {module_name!r} ({error})", source=path) from error
-    for part in attr_path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(f"{module_name!r} has no attribute {attr_path!r}", source=path) from None
-    return obj
 
 
 class AgentSpec(BaseModel):
@@ -120,6 +100,16 @@ class AgentSpec(BaseModel):
     """Tools the graph builder takes by keyword (see :data:`Resource`)."""
     hooks: dict[str, str] = Field(default_factory=dict)
     """CLI hook name (one of ``HOOKS``, or a command of the agent's own) → ``module:function``, a typer command."""
+    step_readers: dict[str, str] = Field(default_factory=dict)
+    """Training: checker agent name → ``module:function`` reading one of *this* agent's trajectories as that
+    checker's trace (``None`` when the run has no steps), so the checker's process reward can score this agent's
+    rollouts (a training config's ``mix`` term ``adapter: THIS->CHECKER``)."""
+    checker: str | None = None
+    """Training: ``module:factory`` of this agent as a frozen checker of other agents' runs, called as
+    ``factory(judge, nli=...)`` and returning a :class:`~evigraph.training.checker_service.FrozenChecker`."""
+    distill: str | None = None
+    """``module:function`` turning one stored trajectory into SFT examples for a student of this agent
+    (``evigraph export-sft AGENT --student``): a list of ``{"id", "messages"}`` dicts."""
 
     @field_validator("name")
     @classmethod
@@ -147,14 +137,14 @@ class AgentSpec(BaseModel):
             )
         return value
 
-    @field_validator("config", "graph_builder", "input_schema", "output_schema", "evaluation")
+    @field_validator("config", "graph_builder", "input_schema", "output_schema", "evaluation", "checker", "distill")
     @classmethod
     def _check_path(cls, value: str | None) -> str | None:
         if value is not None and not _IMPORT_PATH.match(value):
             raise ValueError(f"expected 'package.module:attribute', got {value!r}")
         return value
 
-    @field_validator("rewards", "hooks")
+    @field_validator("rewards", "hooks", "step_readers")
     @classmethod
     def _check_paths(cls, value: dict[str, str]) -> dict[str, str]:
         for key, path in value.items():
@@ -212,6 +202,10 @@ class LoadedAgent:
     evaluation: Any | None
     """The :class:`~evigraph.evaluation.adapter.EvalAdapter`."""
     hooks: Mapping[str, Callable[..., Any]]
+    step_readers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Checker agent name → reader of this agent's trajectories as that checker's traces."""
+    checker: Callable[..., Any] | None = None
+    distill: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:
@@ -232,7 +226,8 @@ class LoadedAgent:
         return self.rewards[name]
 
     def require(self, part: str) -> Any:
-        """``graph_builder``, ``evaluation`` or ``config``, or a ConfigError saying the agent lacks it."""
+        """``graph_builder``, ``evaluation``, ``config``, ``checker`` or ``distill``, or a ConfigError saying the
+        agent lacks it."""
         value = getattr(self, part)
         if value is None:
             raise ConfigError(f"agent {self.name!r} declares no {part} (AgentSpec.{part})")
@@ -300,6 +295,9 @@ def _load(spec: AgentSpec) -> LoadedAgent:
         rewards={name: get(f"rewards.{name}", path, is_reward) for name, path in spec.rewards.items()},
         evaluation=get("evaluation", spec.evaluation, is_adapter),
         hooks={name: get(f"hooks.{name}", path, is_callable) for name, path in spec.hooks.items()},
+        step_readers={name: get(f"step_readers.{name}", path, is_callable) for name, path in spec.step_readers.items()},
+        checker=get("checker", spec.checker, is_callable),
+        distill=get("distill", spec.distill, is_callable),
     )
 
 

@@ -10,6 +10,9 @@ classification) → ``retrieve`` (the search, an information block) or ``note`` 
 The loop owns what every such agent shares -- the whole-sequence budget (:func:`~evigraph.tokens.plan_turn`),
 the forced final turn, duplicate-query notes, truncated observations, tool failures as data, interrupts passing
 through, timing. The policy owns the prompt, the tags, the rendering of hits and notes and what a run concluded.
+
+Length: the loop's nodes share one budget bookkeeping and one state schema; the policy protocol and the
+per-turn budget plan are its only separable parts and are short.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 A sample's reward is ``outcome_weight × (the agent's outcome)`` (plus the process terms when
 ``process_in_scalar``). Each process term scores this run with another agent's reward -- through a step adapter
 and a frozen checker (StepGap's typed reward on Veri-R1 rollouts: ``veri-r1->stepgap``) -- and adds ``weight ×``
-one of its per-step values to each step. Each term is its own reward *type*: its per-step values travel in
+one of its per-step values to each step. The trainer knows no agent: ``adapter: AGENT->CHECKER`` finds the
+reader in AGENT's spec (``AgentSpec.step_readers[CHECKER]``) and the frozen checker in CHECKER's
+(``AgentSpec.checker``). Each term is its own reward *type*: its per-step values travel in
 their own list, so the trainer can normalise types separately (``process_additive``), and its scalar is logged
 under its name.
 
@@ -25,16 +27,46 @@ mix:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evigraph.errors import ConfigError
 from evigraph.rewards import AgentReward, Rewards
-from evigraph.training.checker_service import CheckerService, annotated
-from evigraph.training.step_adapters import adapter
+from evigraph.training.checker_service import CheckerService
 from evigraph.trajectory import Trajectory
 
-__all__ = ("MixedReward", "ProcessTerm", "RewardMix", "build_mix")
+__all__ = ("MixedReward", "ProcessTerm", "RewardMix", "adapter", "build_mix", "step_adapters")
+
+
+def step_adapters() -> dict[str, Callable[[Trajectory], Any]]:
+    """Every ``"AGENT->CHECKER"`` reader the registered agents declare (``AgentSpec.step_readers``)."""
+    from evigraph.imports import resolve
+    from evigraph.registry import load_agents
+
+    agents, _ = load_agents()
+    return {
+        f"{name}->{checker}": resolve(path)
+        for name, spec in agents.items()
+        for checker, path in spec.step_readers.items()
+    }
+
+
+def adapter(name: str) -> Callable[[Trajectory], Any]:
+    """The reader called ``"AGENT->CHECKER"``: AGENT's runs as CHECKER's traces.
+
+    Raises:
+        ConfigError: no registered agent declares it (the message lists those that exist).
+    """
+    from evigraph.registry import get_agent
+
+    source, _, target = (part.strip() for part in name.partition("->"))
+    readers = get_agent(source).load().step_readers if source else {}
+    if target not in readers:
+        known = ", ".join(step_adapters()) or "none"
+        raise ConfigError(f"no step adapter {name!r}; known: {known}")
+    return readers[target]
 
 
 class ProcessTerm(BaseModel):
@@ -88,7 +120,8 @@ class MixedReward:
             if trace is not None:
                 checks = await service.check(trace)
                 em = float(own.as_dict().get(term.em_from, 0.0) > 0)
-                rewards = reward(annotated(trajectory, trace, checks), reward.gold_schema.model_validate({"em": em}))
+                checked = service.annotate(trajectory, trace, checks)
+                rewards = reward(checked, reward.gold_schema.model_validate({"em": em}))
                 scored = rewards.value
                 for step in rewards.steps:
                     if term.value in step.values:
@@ -114,6 +147,7 @@ def build_mix(mix: RewardMix) -> MixedReward:
         if term.options:
             reward = reward.configure(reward.options.model_validate(term.options))  # type: ignore[attr-defined]
         judge = make_generator(GeneratorConfig(model=term.judge))
-        service = CheckerService(judge, nli=make_nli(term.nli) if term.nli else None)
+        factory = checker_agent.require("checker")
+        service = CheckerService(factory(judge, nli=make_nli(term.nli) if term.nli else None))
         terms.append((term, to_trace, reward, service))
     return MixedReward(mix, terms)

@@ -5,7 +5,8 @@ Pieces: :mod:`.schemas` (config, inputs, the parsed evaluation, ranked candidate
 evaluator prompt, letter shuffling, the reply schema for guided decoding), :mod:`.parsing` (§2.2 strict and
 lenient reading, the §3.1 format gate), :mod:`.rewards` (pure §3 components), :mod:`.scoring` (the reward
 objects), :mod:`.metrics` (ranking accuracy), :mod:`.evaluation` (the adapter), :mod:`.cad` and
-:mod:`.synthesis` (context-aware decoding of ranked candidates, §2.4), :mod:`.ragchecker` and :mod:`.wikieval`
+:mod:`.synthesis` (context-aware decoding of ranked candidates, §2.4, from :mod:`.synthesis_prompts` and the
+inputs of :mod:`.synthesis_data`), :mod:`.ragchecker` and :mod:`.wikieval`
 (meta-evaluation, §4: RAGChecker correlations via :mod:`.correlation`, WikiEval pairwise agreement; both read
 their releases through :mod:`.rows`), :mod:`.hooks` (``evigraph rank``, ``evigraph synthesize
 rag-zeval``, ``evigraph meta-eval rag-zeval``). The graph is :mod:`evigraph.graphs.rag_zeval`. This module only

@@ -251,7 +251,8 @@ def synthesize_command(
     """Ranked candidate sets by context-aware decoding: one greedy answer per alpha from the local transformers
     model (alpha 0 reads the passage, -1 ignores it, -1.4 pushes away from it). Items with empty or identical
     answers are dropped into OUT.skipped.jsonl; reruns resume."""
-    from evigraph.agents.rag_zeval.synthesis import SynthesisConfig, load_items, run_synthesis
+    from evigraph.agents.rag_zeval.synthesis import SynthesisConfig, run_synthesis
+    from evigraph.agents.rag_zeval.synthesis_data import load_items
     from evigraph.errors import ConfigError
 
     try:

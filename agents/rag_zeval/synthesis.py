@@ -1,28 +1,12 @@
-"""Ranked candidate sets by context-aware decoding (specs/rag-zeval.md §2.4, §6, §8, O12-O14).
+"""Ranked candidate sets by context-aware decoding (specs/rag-zeval.md §2.4, §6, §8, O12-O14), and the resumable
+job that writes them.
 
-For each item (question + grounding passage) one greedy CAD response per alpha is decoded
-(:func:`evigraph.agents.rag_zeval.cad.cad_generate`); larger alpha = more grounded, so the candidates of a
-:class:`RankedSet` are stored best first. An item whose responses contain an empty text or two identical texts
-(after ``strip``) cannot be ranked (§8) and is skipped and reported (:class:`Skipped`, O14), as is an item
-whose passage is longer than ``max_passage_tokens`` tokens of the generator's tokenizer (§6).
-
-**Prompts.** Two plain-text few-shot prompts (§2.4): with passage (an instruction to answer from the passage,
-two demonstrations ``Question: / Passage: / Answer:``, then the target ending in ``Answer:``) and without
-passage (the same demonstrations without passages). No chat template is applied, even when the tokenizer has
-one: CAD needs both prompts to be continued by the very same token prefix, and the few-shot continuation
-("the text after ``Answer:`` up to the next ``Question:``") is the format the responses and the stop rule
-(O12) are defined in; a chat template would add model-specific system turns and end-of-turn markers.
-
-**Inputs** (:func:`load_items`, format recognised per line, unknown keys ignored):
-
-- ours: ``{"id", "question", "passage", "dataset"?}`` (``dataset`` defaults to the file's stem);
-- HotpotQA in IRCoT's processed form (``question_id``, ``question_text``, ``contexts``): the passage is the
-  ``is_supporting`` paragraphs in file order, one per line, runs of whitespace collapsed (the release joins
-  sentences with two spaces); dataset ``hotpotqa``.
-
-Veri-R1's claim-verification files are refused with an explanation: their ``question`` field is a claim (a
-statement to verify), not a question, and "Answer:" continuations of a claim are not answers whose grounding
-could be ranked. Convert such data into our form with real questions instead.
+For each item (question + grounding passage, :mod:`.synthesis_data`) one greedy CAD response per alpha is decoded
+(:func:`evigraph.agents.rag_zeval.cad.cad_generate`) from the prompts of :mod:`.synthesis_prompts`; larger alpha =
+more grounded, so the candidates of a :class:`RankedSet` are stored best first. An item whose responses contain an
+empty text or two identical texts (after ``strip``) cannot be ranked (§8) and is skipped and reported
+(:class:`Skipped`, O14), as is an item whose passage is longer than ``max_passage_tokens`` tokens of the
+generator's tokenizer (§6).
 
 :func:`run_synthesis` writes one ``RankedSet`` JSON line per item, appending and resuming (ids already in the
 output, or already reported as skipped in its ``.skipped.jsonl`` companion, are not decoded again).
@@ -36,206 +20,32 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evigraph.agents.rag_zeval.cad import CadOutput, cad_generate
 from evigraph.agents.rag_zeval.schemas import LETTERS, RankedCandidate, RankedSet
+from evigraph.agents.rag_zeval.synthesis_data import SynthesisItem
+from evigraph.agents.rag_zeval.synthesis_prompts import encode_prompts
 from evigraph.errors import ConfigError, InputDataError
-from evigraph.jsonl import append_jsonl, format_validation_error, iter_json_objects, repair_torn_tail
+from evigraph.jsonl import append_jsonl, iter_json_objects, repair_torn_tail
 
 __all__ = (
     "DEFAULT_ALPHAS",
-    "DEMONSTRATIONS",
-    "Demonstration",
     "SkipReason",
     "Skipped",
     "SynthesisConfig",
-    "SynthesisItem",
     "SynthesisSummary",
     "dedupe_check",
-    "encode_prompts",
-    "item_from_mapping",
-    "load_items",
     "passage_token_count",
     "run_synthesis",
     "skipped_path",
     "synthesize",
-    "with_passage_prompt",
-    "without_passage_prompt",
 )
 
 DEFAULT_ALPHAS = (0.0, -0.5, -1.0, -1.4)
 """The paper's CAD weights (§2.4), best first."""
 
 SkipReason = Literal["duplicate", "empty", "too_long"]
-
-
-# --------------------------------------------------------------------------------------------------- prompts
-
-
-class Demonstration(BaseModel):
-    """One few-shot example of the synthesis prompts."""
-
-    model_config = ConfigDict(frozen=True)
-
-    question: str
-    passage: str
-    answer: str
-
-
-DEMONSTRATIONS: tuple[Demonstration, ...] = (
-    Demonstration(
-        question="who designed the first ferris wheel",
-        passage=(
-            "The first Ferris Wheel was the centrepiece of the Midway at the 1893 World's Columbian Exposition in "
-            "Chicago. It was designed and built by George Washington Gale Ferris Jr., a bridge engineer from "
-            "Pittsburgh, who wanted a structure that would outdo the Eiffel Tower of the 1889 Paris exposition. "
-            "The wheel was 80 metres tall and carried 36 passenger cars."
-        ),
-        answer=(
-            "The first Ferris Wheel was designed by George Washington Gale Ferris Jr., a Pittsburgh bridge "
-            "engineer, for the 1893 World's Columbian Exposition in Chicago."
-        ),
-    ),
-    Demonstration(
-        question="where does the river shannon begin and end",
-        passage=(
-            "The River Shannon is the longest river in Ireland, at about 360 km. It rises at the Shannon Pot, a "
-            "small pool on the slopes of Cuilcagh mountain in County Cavan, and flows southwards through Lough "
-            "Ree and Lough Derg. Below Limerick it widens into the Shannon Estuary, through which it reaches the "
-            "Atlantic Ocean."
-        ),
-        answer=(
-            "The River Shannon begins at the Shannon Pot in County Cavan and ends in the Atlantic Ocean, which it "
-            "reaches through the Shannon Estuary below Limerick."
-        ),
-    ),
-)
-"""Our two NQ-style demonstrations (lower-case question, Wikipedia-like passage, one-sentence answer)."""
-
-WITH_PASSAGE_INSTRUCTION = (
-    "Each question below comes with a passage. Answer the question using the information in its passage, "
-    "in one or two complete sentences."
-)
-WITHOUT_PASSAGE_INSTRUCTION = "Answer each question below in one or two complete sentences."
-
-
-def with_passage_prompt(question: str, passage: str) -> str:
-    """The with-context prompt: instruction, the demonstrations with passages, then the target (``Answer:``
-    last, no trailing space)."""
-    blocks = [WITH_PASSAGE_INSTRUCTION]
-    for demo in DEMONSTRATIONS:
-        blocks.append(f"Question: {demo.question}\nPassage: {demo.passage}\nAnswer: {demo.answer}")
-    blocks.append(f"Question: {question.strip()}\nPassage: {passage.strip()}\nAnswer:")
-    return "\n\n".join(blocks)
-
-
-def without_passage_prompt(question: str) -> str:
-    """The no-context prompt: the same demonstrations without passages, then the target question."""
-    blocks = [WITHOUT_PASSAGE_INSTRUCTION]
-    for demo in DEMONSTRATIONS:
-        blocks.append(f"Question: {demo.question}\nAnswer: {demo.answer}")
-    blocks.append(f"Question: {question.strip()}\nAnswer:")
-    return "\n\n".join(blocks)
-
-
-def encode_prompts(tokenizer: Any, question: str, passage: str) -> tuple[list[int], list[int]]:
-    """Token ids of the with-passage and the no-passage prompt (the tokenizer's usual special tokens, e.g. a
-    BOS, included)."""
-    with_ids = tokenizer(with_passage_prompt(question, passage))["input_ids"]
-    without_ids = tokenizer(without_passage_prompt(question))["input_ids"]
-    return list(with_ids), list(without_ids)
-
-
-def passage_token_count(tokenizer: Any, passage: str) -> int:
-    """The passage's length in the generator's tokens (no special tokens), for the §6 length filter."""
-    return len(tokenizer(passage, add_special_tokens=False)["input_ids"])
-
-
-# ---------------------------------------------------------------------------------------------------- inputs
-
-
-class SynthesisItem(BaseModel):
-    """A question with its grounding passage."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
-
-    id: str = Field(min_length=1)
-    question: str = Field(min_length=1)
-    passage: str = Field(min_length=1)
-    dataset: str = "items"
-
-    @field_validator("question", "passage")
-    @classmethod
-    def _not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("is blank")
-        return text
-
-    @property
-    def source(self) -> str:
-        return f"{self.dataset}:{self.id}"
-
-
-def _hotpotqa(data: dict[str, Any]) -> SynthesisItem:
-    identifier, question, contexts = data["question_id"], data["question_text"], data["contexts"]
-    if not isinstance(contexts, list):
-        raise ValueError("field contexts: expected a list of paragraphs")
-    paragraphs = []
-    for position, context in enumerate(contexts):
-        if not isinstance(context, dict) or not isinstance(context.get("paragraph_text"), str):
-            raise ValueError(f"field contexts.{position}.paragraph_text: missing or not a string")
-        if context.get("is_supporting") is True:
-            paragraphs.append(" ".join(context["paragraph_text"].split()))
-    if not any(paragraphs):
-        raise ValueError("field contexts: no paragraph has is_supporting = true")
-    return SynthesisItem(id=identifier, question=question, passage="\n".join(paragraphs), dataset="hotpotqa")
-
-
-def item_from_mapping(data: dict[str, Any], *, dataset: str = "items") -> SynthesisItem:
-    """One input line as an item (see the module docstring); ``dataset`` names our lines without one.
-
-    Raises:
-        ValueError / KeyError / ValidationError: naming the bad or missing field.
-    """
-    if "golden_answers" in data:
-        raise ValueError(
-            "a Veri-R1 claim-verification record: its 'question' is a claim to verify, not a question, so it "
-            "cannot seed question answering; convert it to {id, question, passage} with a real question"
-        )
-    if "question_text" in data or "contexts" in data:
-        return _hotpotqa(data)
-    return SynthesisItem.model_validate({"dataset": dataset, **data})
-
-
-def load_items(path: str | Path) -> list[SynthesisItem]:
-    """Every item of the JSONL file ``path``.
-
-    Raises:
-        ConfigError: ``path`` is not a file.
-        InputDataError: ``file:line`` and the bad field, a duplicate id, or an empty file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"no such input file: {path}" if not path.exists() else f"not a file: {path}")
-    items: list[SynthesisItem] = []
-    first_line: dict[str, int] = {}
-    for number, data in iter_json_objects(path):
-        try:
-            item = item_from_mapping(data, dataset=path.stem)
-        except ValidationError as error:
-            raise InputDataError(str(path), number, format_validation_error(error)) from None
-        except KeyError as error:
-            raise InputDataError(str(path), number, f"field {error.args[0]}: missing") from None
-        except (ValueError, TypeError) as error:
-            raise InputDataError(str(path), number, str(error)) from None
-        if item.id in first_line:
-            raise InputDataError(str(path), number, f"field id: duplicate id {item.id!r} (line {first_line[item.id]})")
-        first_line[item.id] = number
-        items.append(item)
-    if not items:
-        raise InputDataError(str(path), 1, "no item in the file")
-    return items
 
 
 # ---------------------------------------------------------------------------------------------- synthesis
@@ -272,6 +82,11 @@ def dedupe_check(outputs: Sequence[CadOutput]) -> tuple[SkipReason, str] | None:
     if pairs:
         return "duplicate", f"identical responses at alpha {'; '.join(pairs)}"
     return None
+
+
+def passage_token_count(tokenizer: Any, passage: str) -> int:
+    """The passage's length in the generator's tokens (no special tokens), for the §6 length filter."""
+    return len(tokenizer(passage, add_special_tokens=False)["input_ids"])
 
 
 def _check_alphas(alphas: Sequence[float]) -> tuple[float, ...]:

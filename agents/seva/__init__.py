@@ -4,7 +4,7 @@ Pieces: :mod:`.schemas` (taxonomy, config, the verdict), :mod:`.labels` (aliases
 :mod:`.parsing` (§2.2), :mod:`.verdict` (a reply to an output, source spans located), :mod:`.rewards` (pure §3
 components and variants), :mod:`.scoring` (the reward objects), :mod:`.metrics` (§4), :mod:`.data` (ours,
 WiCE, Veri-R1), :mod:`.evaluation` (the adapter), :mod:`.perturb` (the six probe strategies and filters),
-:mod:`.teacher` (annotation), :mod:`.evolve` (Verify → Reflect → Probe → Refine), :mod:`.hooks`
+:mod:`.teacher_job` (annotation), :mod:`.evolve` (Verify → Reflect → Probe → Refine), :mod:`.hooks`
 (``evigraph attribute``, ``evigraph annotate seva``, ``evigraph evolve seva``). The graph is
 :mod:`evigraph.graphs.seva`. This module only declares the agent.
 """

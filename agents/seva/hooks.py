@@ -71,7 +71,7 @@ def annotate_command(
     """Teacher annotation: structured verdicts for labelled pairs, validated (four checks and the gold label, up
     to --attempts tries), written as SFT examples in the verifier's prompt format; rejects go to OUT.rejected.jsonl."""
     from evigraph.agents.seva.evaluation import EVALUATION
-    from evigraph.agents.seva.teacher import annotate
+    from evigraph.agents.seva.teacher_job import annotate
     from evigraph.files import atomic_writer
 
     records = EVALUATION.load_records(data, limit=limit, seed=sample_seed)

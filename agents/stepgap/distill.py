@@ -13,9 +13,10 @@ import json
 from typing import Any
 
 from evigraph.agents.stepgap.judge import single_prompt, step_views
-from evigraph.agents.stepgap.schemas import StepGapConfig, Trace, TraceCheck
+from evigraph.agents.stepgap.schemas import StepGapConfig, StepGapOutput, Trace, TraceCheck
+from evigraph.trajectory import Trajectory
 
-__all__ = ("student_examples", "student_target")
+__all__ = ("student_examples", "student_examples_of", "student_target")
 
 _NLI_STAGES = ("D", "E")
 
@@ -57,3 +58,9 @@ def student_examples(trace: Trace, checks: TraceCheck, config: StepGapConfig | N
             }
         )
     return examples
+
+
+def student_examples_of(trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The examples of one stored checker run (``AgentSpec.distill``: ``evigraph export-sft stepgap --student``)."""
+    output = StepGapOutput.model_validate(trajectory.output)
+    return student_examples(output.trace, output.checks) if output.trace is not None else []

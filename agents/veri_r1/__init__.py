@@ -4,7 +4,8 @@ Pieces: :mod:`.prompts` (online/offline prompts, environment notes), :mod:`.acti
 :mod:`.answer` (answer grammar), :mod:`.format_rules` (F1–F8), :mod:`.rewards` (pure reward functions),
 :mod:`.metrics` (evaluation), :mod:`.scoring` (the rewards behind the framework's signature), :mod:`.verdict`
 (what a run concluded), :mod:`.evaluation` (the eval adapter), :mod:`.gold` and :mod:`.data` (input files),
-:mod:`.hooks` (``verify`` and ``filter``). The graph lives in :mod:`evigraph.graphs.veri_r1`. This module only
+:mod:`.hooks` (``verify`` and ``filter``), :mod:`.stepgap_trace` (a run read as StepGap's trace, for mixed
+training rewards). The graph lives in :mod:`evigraph.graphs.veri_r1`. This module only
 declares the agent, so importing it is cheap.
 """
 
@@ -29,4 +30,5 @@ SPEC = AgentSpec(
     evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
     resources=("search",),
     hooks={"run": f"{_PACKAGE}.hooks:run_command", "filter": f"{_PACKAGE}.hooks:filter_command"},
+    step_readers={"stepgap": f"{_PACKAGE}.stepgap_trace:veri_r1_trace"},
 )

@@ -204,23 +204,26 @@ def export_sft_command(
         float | None, typer.Option("--min-reward", help="Keep runs whose reward scalar is at least this.")
     ] = None,
     student: Annotated[
-        bool, typer.Option("--student", help="StepGap only: the checker's steps as distillation examples.")
+        bool,
+        typer.Option(
+            "--student", help="The agent's distillation examples (AgentSpec.distill: StepGap's checked steps)."
+        ),
     ] = False,
 ) -> None:
     """Stored runs as multi-turn SFT data for OpenRLHF (`--data.multiturn`): failed runs are left out. With
-    `--student` (StepGap), one example per checked step: the judge's prompt and NLI results in, the teacher's
-    JSON, pipeline path and label out."""
+    `--student`, the agent's distillation examples instead (StepGap: one per checked step, the judge's prompt and
+    NLI results in, the teacher's JSON, pipeline path and label out); an agent without one refuses it."""
     from evigraph.files import atomic_writer
     from evigraph.registry import get_agent
 
-    if student and agent != "stepgap":
-        raise ConfigError("--student distils StepGap's checker: use it with `export-sft stepgap`")
-    adapter = get_agent(agent).load().require("evaluation")
+    loaded = get_agent(agent).load()
+    adapter = loaded.require("evaluation")
+    distill = loaded.require("distill") if student else None
     kept = skipped = 0
     with atomic_writer(out) as writer:
         for prediction in adapter.read_predictions(trajectories):
             trajectory = getattr(prediction, "trajectory", None)
-            lines = _sft_lines(trajectory, student=student, min_reward=min_reward)
+            lines = _sft_lines(trajectory, distill=distill, min_reward=min_reward)
             skipped += not lines
             for line in lines:
                 writer.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -228,18 +231,15 @@ def export_sft_command(
     console.print_json(json.dumps({"kept": kept, "skipped": skipped, "out": str(out)}))
 
 
-def _sft_lines(trajectory: Any, *, student: bool, min_reward: float | None) -> list[dict[str, Any]]:
-    """The SFT lines of one stored run (none for a failed run or one below ``min_reward``)."""
+def _sft_lines(trajectory: Any, *, distill: Any, min_reward: float | None) -> list[dict[str, Any]]:
+    """The SFT lines of one stored run (none for a failed run or one below ``min_reward``); with ``distill``
+    (the agent's ``AgentSpec.distill``), its student examples."""
     from evigraph.training.sft import sft_line
 
     if trajectory is None or trajectory.error is not None:
         return []
-    if student:
-        from evigraph.agents.stepgap.distill import student_examples
-        from evigraph.agents.stepgap.schemas import StepGapOutput
-
-        output = StepGapOutput.model_validate(trajectory.output)
-        return student_examples(output.trace, output.checks) if output.trace is not None else []
+    if distill is not None:
+        return distill(trajectory)
     line = sft_line(trajectory)
     if min_reward is not None and (line["reward"] is None or line["reward"] < min_reward):
         return []

@@ -125,7 +125,7 @@ def _make(spec: GeneratorSpec, config: GeneratorConfig) -> BaseGenerator:
         return OpenAICompatibleGenerator(spec.target, spec.model or "")
     if spec.kind == "langchain":
         from evigraph.generators.chat_model import ChatModelGenerator
-        from evigraph.registry import resolve
+        from evigraph.imports import resolve
 
         model = resolve(spec.target)
         if callable(model) and not hasattr(model, "ainvoke"):

@@ -22,6 +22,10 @@ call's sample depend on its batch-mates. Greedy output in a batch equals the seq
 floating-point ties (padding changes the matmul shapes, so logits can differ in the last bits).
 
 Torch and transformers are imported inside methods only: ``import evigraph.generators`` stays light.
+
+Length: one backend's whole life cycle -- the worker thread and its batching, the decoding hooks it hands to
+``generate`` (stop strings, guides, closing), scoring and clean exit -- share the batch and tokenizer state;
+split apart, each piece would reach into the others' private fields.
 """
 
 from __future__ import annotations

@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
+from evigraph.agents.stepgap.checker_service import StepGapChecker, annotated
+from evigraph.agents.veri_r1.stepgap_trace import negated, veri_r1_trace
+from evigraph.errors import ConfigError
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.training.checker_service import CheckerService, annotated
+from evigraph.training.checker_service import CheckerService
 from evigraph.training.executor import GraphExecutor, RolloutConfig
-from evigraph.training.reward_mix import RewardMix
+from evigraph.training.reward_mix import RewardMix, adapter
 from evigraph.training.samples import STEP_INDEX_KEY, STEP_TYPE_PREFIX, typed_values
 from evigraph.training.scripted_engine import ScriptedEngine, ScriptedSamplingParams
-from evigraph.training.step_adapters import adapter, negated, veri_r1_trace
 from tests.agents.stepgap.doubles import judgement
 from tests.agents.veri_r1.test_graph import ANSWER_REFUTE, CLAIM, PLAN, DictSearch
 from tests.training.test_sft import _veri_r1_run
@@ -45,13 +47,13 @@ def test_veri_r1_steps_read_as_stepgap_steps() -> None:
     unsure = trajectory.model_copy(update={"output": {**trajectory.output, "label": "NOT ENOUGH INFO"}})
     assert veri_r1_trace(unsure).steps[-1].answer is None  # an abstention: no hypothesis
     assert adapter("veri-r1->stepgap") is veri_r1_trace
-    with pytest.raises(KeyError, match="known: veri-r1->stepgap"):
+    with pytest.raises(ConfigError, match="known: veri-r1->stepgap"):
         adapter("rlseek->stepgap")
 
 
 def test_checker_service_caches_by_content_and_shares_runs() -> None:
     judge = ScriptedGenerator(lambda _t, _p: judgement(match=False), delay_s=0.01)
-    service = CheckerService(judge)
+    service = CheckerService(StepGapChecker(judge))
     trace = veri_r1_trace(_veri_r1_run())
 
     async def twice() -> list[Any]:
@@ -122,7 +124,7 @@ def test_concurrently_checked_traces_share_nli_batches() -> None:
     other = trace.model_copy(update={"question": "Hog Island Light was first lit in 1854."})  # another claim
     judge = ScriptedGenerator(lambda _t, _p: judgement(found=True, quote="The first tower was lit in 1854."))
     nli = CountingNLI()
-    service = CheckerService(judge, nli=nli)
+    service = CheckerService(StepGapChecker(judge, nli=nli))
 
     async def both() -> list[Any]:
         return await asyncio.gather(service.check(trace), service.check(other))

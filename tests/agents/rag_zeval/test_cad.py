@@ -83,7 +83,7 @@ def tiny(tiny_llama_dir: Path) -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def prompts(tiny: tuple[Any, Any]) -> tuple[list[int], list[int]]:
-    from evigraph.agents.rag_zeval.synthesis import encode_prompts
+    from evigraph.agents.rag_zeval.synthesis_prompts import encode_prompts
 
     _, tokenizer = tiny
     return encode_prompts(

@@ -1,5 +1,7 @@
-"""Response synthesis for RAG-Zeval (specs/rag-zeval.md §2.4, §6, §8, O6, O12-O14): prompts, loaders, the
-length filter, dedupe, ranked sets, the 3 -> 4 curriculum and the resumable job."""
+"""Response synthesis for RAG-Zeval (specs/rag-zeval.md §2.4, §6, §8, O6, O12-O14): prompts
+(:mod:`~evigraph.agents.rag_zeval.synthesis_prompts`), loaders (:mod:`~evigraph.agents.rag_zeval.synthesis_data`),
+the length filter, dedupe, ranked sets, the 3 -> 4 curriculum and the resumable job
+(:mod:`~evigraph.agents.rag_zeval.synthesis`)."""
 
 from __future__ import annotations
 
@@ -16,16 +18,18 @@ from evigraph.agents.rag_zeval import synthesis
 from evigraph.agents.rag_zeval.cad import CadOutput
 from evigraph.agents.rag_zeval.schemas import RankedCandidate, RankedSet
 from evigraph.agents.rag_zeval.synthesis import (
-    DEMONSTRATIONS,
     Skipped,
     SynthesisConfig,
-    SynthesisItem,
     dedupe_check,
-    load_items,
     passage_token_count,
     run_synthesis,
     skipped_path,
     synthesize,
+)
+from evigraph.agents.rag_zeval.synthesis_data import SynthesisItem, load_items
+from evigraph.agents.rag_zeval.synthesis_prompts import (
+    DEMONSTRATIONS,
+    encode_prompts,
     with_passage_prompt,
     without_passage_prompt,
 )
@@ -102,7 +106,7 @@ def test_prompts_share_the_demonstrations_and_differ_only_by_passages() -> None:
 
 
 def test_encode_prompts_and_passage_token_count(tiny_tokenizer: Any) -> None:
-    with_ids, without_ids = synthesis.encode_prompts(tiny_tokenizer, "who wrote hamlet", "Shakespeare wrote it.")
+    with_ids, without_ids = encode_prompts(tiny_tokenizer, "who wrote hamlet", "Shakespeare wrote it.")
     assert tiny_tokenizer.decode(with_ids).endswith("Passage: Shakespeare wrote it.\nAnswer:")
     assert tiny_tokenizer.decode(without_ids).endswith("Question: who wrote hamlet\nAnswer:")
     text = "one two three"

@@ -12,7 +12,7 @@ from evigraph.agents.seva.data import load_seva_records
 from evigraph.agents.seva.evolve import allocate, refine_records, split_by_strategy, weakness_profile
 from evigraph.agents.seva.metrics import error_type_distribution, label_metrics, structure_metrics, zero_variance_share
 from evigraph.agents.seva.schemas import SevaGold, SevaOutput
-from evigraph.agents.seva.teacher import teacher_problems
+from evigraph.agents.seva.teacher_job import teacher_problems
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.errors import InputDataError
 from tests.markers import shared_data

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from evigraph.agents.stepgap.distill import student_examples
 from evigraph.agents.stepgap.judge import single_prompt, step_views
 from evigraph.agents.stepgap.schemas import StepGapConfig
@@ -45,8 +47,21 @@ def test_unchecked_steps_and_binary_checks_give_no_example() -> None:
 
 def test_export_sft_student_reads_stored_stepgap_runs(tmp_path: Any) -> None:
     from evigraph.cli.train import _sft_lines
+    from evigraph.registry import get_agent
 
     result = run(ScriptedGenerator(TURNS), FakeNLI())
-    lines = _sft_lines(result["trajectory"], student=True, min_reward=None)
+    distill = get_agent("stepgap").load().require("distill")  # declared by the agent, found by the trainer
+    lines = _sft_lines(result["trajectory"], distill=distill, min_reward=None)
     assert [line["step"] for line in lines] == [0, 1, 2]
     assert lines[0]["messages"][1]["content"].endswith(f"label: {result['output'].checks.steps[0].label}")
+
+
+def test_export_sft_student_is_refused_for_an_agent_without_a_distillation_export(tmp_path: Any) -> None:
+    from evigraph.cli.train import export_sft_command
+    from evigraph.errors import ConfigError
+
+    runs = tmp_path / "predictions.jsonl"
+    runs.write_text("")
+    with pytest.raises(ConfigError, match="declares no distill"):
+        export_sft_command("rlseek", trajectories=runs, out=tmp_path / "sft.jsonl", student=True)
+    assert not (tmp_path / "sft.jsonl").exists()

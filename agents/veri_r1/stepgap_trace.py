@@ -1,5 +1,6 @@
-"""Step adapters: one agent's run as another agent's checker reads it, so a checker's process reward can score a
-different agent's trajectories (StepGap's typed reward on Veri-R1 rollouts).
+"""A Veri-R1 run read as StepGap's trace, so StepGap's typed process reward can score Veri-R1 rollouts during
+training (declared as ``step_readers={"stepgap": ...}`` in Veri-R1's spec; a training config's ``mix`` term
+``adapter: veri-r1->stepgap``). This is the one place Veri-R1 builds on StepGap (``docs/architecture.md``).
 
 :func:`veri_r1_trace` maps a Veri-R1 run onto StepGap's step tuple ``s_i = (c_i, q_i, e_i, a_i)``: the question
 is the claim; ``c_i`` is the turn's plan and think text; ``q_i`` its search query; ``e_i`` the entries the
@@ -11,13 +12,12 @@ index, segment and token span, so the checker's labels land back on the right to
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from evigraph.agents.stepgap.schemas import Trace, TraceStep
 from evigraph.agents.veri_r1.data import information_entries
 from evigraph.trajectory import Trajectory
 
-__all__ = ("ADAPTERS", "adapter", "negated", "veri_r1_trace")
+__all__ = ("negated", "veri_r1_trace")
 
 _REASONING = re.compile(r"<(plan|think)>(.*?)</\1>", re.DOTALL)
 
@@ -65,21 +65,3 @@ def veri_r1_trace(trajectory: Trajectory) -> Trace | None:
             )
         )
     return Trace(id=trajectory.id, question=claim, steps=steps)
-
-
-ADAPTERS: dict[tuple[str, str], Callable[[Trajectory], Trace | None]] = {("veri-r1", "stepgap"): veri_r1_trace}
-"""``(agent, checker)`` → adapter."""
-
-
-def adapter(name: str) -> Callable[[Trajectory], Trace | None]:
-    """The adapter called ``"AGENT->CHECKER"``.
-
-    Raises:
-        KeyError: no such adapter (the message lists them).
-    """
-    source, _, target = name.partition("->")
-    found = ADAPTERS.get((source.strip(), target.strip()))
-    if found is None:
-        known = ", ".join(f"{a}->{b}" for a, b in ADAPTERS)
-        raise KeyError(f"no step adapter {name!r}; known: {known}")
-    return found
