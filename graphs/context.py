@@ -134,6 +134,15 @@ class RunScope:
             sampling=context.sampling,
         )
 
+    def guided(self, choice: bool | None, *, guide_kind: str | None = None) -> bool:
+        """Weak-model mode for this run: the agent's ``choice``, or with ``None`` the generator's default. With
+        ``guide_kind`` the mode also needs a guide of that kind, so it holds only where the backend supports one
+        and never in a strict run (the reply a trainer scores must be the policy's own)."""
+        wanted = self.generator.constrained if choice is None else choice
+        if guide_kind is None:
+            return wanted
+        return wanted and not self.strict and guide_kind in getattr(self.generator, "supported_guides", ())
+
     def params(self, template: SamplingParams, **protocol: Any) -> SamplingParams:
         """``template`` (the graph's stops and caps) with this run's sampling and the turn's ``protocol`` fields."""
         update = dict(protocol)

@@ -234,11 +234,6 @@ class _Nodes:
     def scope(self, runtime: Context) -> RunScope:
         return RunScope.resolve(runtime, self.generator)
 
-    def _guided(self, scope: RunScope) -> bool:
-        """Weak-model mode for this run: the agent's choice, else the generator's."""
-        constrained = self.policy.constrained
-        return scope.generator.constrained if constrained is None else constrained
-
     def _last_turn_forced(self, used: int, scope: RunScope) -> bool:
         """Whether the budget leaves room for nothing but the final turn after ``used`` tokens."""
         if scope.limit is None:
@@ -266,7 +261,7 @@ class _Nodes:
     # -- nodes (all async: no thread-pool hop per step) ---------------------------------------------
     async def start(self, state: Mapping[str, Any], runtime: Context) -> dict[str, Any]:
         scope = self.scope(runtime)
-        opening = self.policy.opening(state, guided=self._guided(scope))
+        opening = self.policy.opening(state, guided=scope.guided(self.policy.constrained))
         transcript = (Segment(origin="prompt", role="user", text=opening.prompt),)
         n_tokens = scope.prompt_tokens(transcript) if scope.limit is not None else 0
         progress = Progress(
@@ -300,7 +295,7 @@ class _Nodes:
         protocol: dict[str, Any] = {}
         if plan.max_new_tokens != limits.turn_cap:
             protocol["max_new_tokens"] = plan.max_new_tokens
-        if self._guided(scope):
+        if scope.guided(self.policy.constrained):
             regex = self.policy.guide(
                 run,
                 first=run.n_turns == 0 and self.policy.searches,
