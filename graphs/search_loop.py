@@ -127,6 +127,17 @@ class LoopLimits:
     stops: tuple[str, ...]
     """Stop strings: the closing tags of the policy's actions."""
 
+    @classmethod
+    def of(cls, config: Any, *, stops: tuple[str, ...], turn_cap: int | None = None) -> LoopLimits:
+        """The limits an agent config holds under the loop's own names (``turns``, ``max_searches``, ``top_k``,
+        ``max_information_tokens``, ``logprobs``), with the protocol's ``stops``; the turn cap is ``turn_cap`` or,
+        by default, the config's ``max_new_tokens`` (its one source per run)."""
+        named = {name: getattr(config, name) for name in _CONFIG_LIMITS}
+        return cls(turn_cap=config.max_new_tokens if turn_cap is None else turn_cap, stops=stops, **named)
+
+
+_CONFIG_LIMITS = ("turns", "max_searches", "top_k", "max_information_tokens", "logprobs")
+
 
 @dataclass(frozen=True, slots=True)
 class Opening:

@@ -85,15 +85,7 @@ class SearchR1Policy:
     def __init__(self, config: SearchR1Config, *, agent: str = AGENT_NAME, reward: AgentReward | None = None) -> None:
         self.config, self.agent, self.reward = config, agent, reward
         self.constrained = config.constrained
-        self.limits = LoopLimits(
-            turn_cap=config.max_new_tokens,
-            turns=config.turns,
-            max_searches=config.max_searches,
-            top_k=config.top_k,
-            max_information_tokens=config.max_information_tokens,
-            logprobs=config.logprobs,
-            stops=SEARCH_R1_PROTOCOL.stop_strings("search", "answer"),
-        )
+        self.limits = LoopLimits.of(config, stops=SEARCH_R1_PROTOCOL.stop_strings("search", "answer"))
 
     def opening(self, state: Mapping[str, Any], *, guided: bool) -> Opening:
         question = state["question"]

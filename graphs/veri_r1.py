@@ -81,15 +81,8 @@ class VeriR1Policy:
         self.config = config
         self.constrained = config.constrained
         self.searches = not config.offline
-        self.limits = LoopLimits(
-            turn_cap=config.turn_cap,
-            turns=config.turns,
-            max_searches=config.max_searches,
-            top_k=config.top_k,
-            max_information_tokens=config.max_information_tokens,
-            logprobs=config.logprobs,
-            stops=VERI_R1_PROTOCOL.stop_strings(*(("answer",) if config.offline else ("search", "answer"))),
-        )
+        stops = VERI_R1_PROTOCOL.stop_strings(*(("answer",) if config.offline else ("search", "answer")))
+        self.limits = LoopLimits.of(config, stops=stops, turn_cap=config.turn_cap)
 
     def opening(self, state: Mapping[str, Any], *, guided: bool) -> Opening:
         claim = state["claim"]
