@@ -13,8 +13,9 @@ returns one advantage per token (0 where the mask is 0).
   normalised over all steps of the group (each reward type separately, :attr:`Rollout.step_types`), each is
   placed on its step's last token, and ``P_t`` sums them from ``t`` to the end (reverse cumulative, gamma 1).
 
-Standard deviations are unbiased (N - 1), as torch's default that OpenRLHF uses; a group of one sample, or
-one value, has std 0. ``coef = 0`` gives back stock GRPO's numbers exactly; ``stepgap_dense`` with ``lam = 0``
+Normalisation is :mod:`evigraph.advantages` (the one implementation, StepGap's worked examples use it too):
+standard deviations are unbiased (N - 1), as torch's default that OpenRLHF uses; a group of one sample, or one
+value, has std 0. ``coef = 0`` gives back stock GRPO's numbers exactly; ``stepgap_dense`` with ``lam = 0``
 ranks like GRPO but divides by the token-pooled std.
 
 **Rollouts of one prompt with different numbers of steps.** ``grpo``/``capo``/``stepgap_sequence`` see one
@@ -28,12 +29,13 @@ vary a lot.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evigraph.advantages import mean_std, pooled_standardise, standardise
 
 __all__ = ("MODES", "AdvantageConfig", "AdvantageMode", "Rollout", "advantages")
 
@@ -124,22 +126,11 @@ def _groups(rollouts: Sequence[Rollout]) -> dict[int, list[int]]:
     return members
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and unbiased std (0 for fewer than two values)."""
-    if not values:
-        return 0.0, 0.0
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, 0.0
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 def _group_normalised(rollouts: Sequence[Rollout], returns: Sequence[float], eps: float) -> list[float]:
     normalised = [0.0] * len(rollouts)
     for members in _groups(rollouts).values():
-        mean, std = _mean_std([returns[i] for i in members])
-        for i in members:
-            normalised[i] = (returns[i] - mean) / (std + eps)
+        for i, value in zip(members, standardise([returns[i] for i in members], eps=eps), strict=True):
+            normalised[i] = value
     return normalised
 
 
@@ -158,14 +149,14 @@ def _token_returns(rollout: Rollout, lam: float) -> list[float]:
 
 
 def _dense(rollouts: Sequence[Rollout], config: AdvantageConfig) -> list[list[float]]:
+    """Token returns standardised over every action token of the group (pooled), 0 off the mask."""
     out: list[list[float]] = [[] for _ in rollouts]
     for members in _groups(rollouts).values():
         returns = {i: _token_returns(rollouts[i], config.lam) for i in members}
-        pooled = [v for i in members for v, m in zip(returns[i], rollouts[i].action_mask, strict=True) if m]
-        mean, std = _mean_std(pooled)
-        for i in members:
-            mask = rollouts[i].action_mask
-            out[i] = [(v - mean) / (std + config.eps) if m else 0.0 for v, m in zip(returns[i], mask, strict=True)]
+        masked = [[v for v, m in zip(returns[i], rollouts[i].action_mask, strict=True) if m] for i in members]
+        for i, values in zip(members, pooled_standardise(masked, eps=config.eps), strict=True):
+            on_mask = iter(values)
+            out[i] = [next(on_mask) if m else 0.0 for m in rollouts[i].action_mask]
     return out
 
 
@@ -176,7 +167,7 @@ def _process_terms(rollouts: Sequence[Rollout], eps: float) -> list[list[float]]
     for members in _groups(rollouts).values():
         typed = {i: [(s, e, v) for s, e, v in rollouts[i].typed_steps() if e > s] for i in members}
         names = sorted({name for i in members for _, _, values in typed[i] for name in values})
-        stats = {name: _mean_std([v[name] for i in members for _, _, v in typed[i] if name in v]) for name in names}
+        stats = {name: mean_std([v[name] for i in members for _, _, v in typed[i] if name in v]) for name in names}
         for i in members:
             rollout = rollouts[i]
             placed = [0.0] * len(rollout.action_mask)

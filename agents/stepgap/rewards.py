@@ -18,6 +18,7 @@ from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from evigraph.advantages import pooled_standardise, standardise
 from evigraph.agents.search_r1.answers import exact_match, normalize_answer, token_f1
 from evigraph.agents.stepgap.labels import GAP_LABELS, GapLabel
 from evigraph.trajectory import RewardComponent
@@ -363,16 +364,6 @@ def dense_step_values(
     return [(span, em + lam * s.bracket) for span, s in zip(token_spans, trace.steps, strict=True)]
 
 
-def _standardise(values: Sequence[float]) -> list[float]:
-    # Unbiased (n − 1) std: it reproduces both of the spec's examples (§3.4); one value has no spread → σ = 0.
-    n = len(values)
-    if n == 0:
-        return []
-    mean = math.fsum(values) / n
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    return [(v - mean) / (std + ADVANTAGE_EPS) for v in values]
-
-
 def group_token_advantages(per_token_returns: Sequence[Sequence[float]]) -> list[list[float]]:
     """Token-pooled group standardisation ``Â_t = (R_t − μ)/(σ + 1e-6)`` (§3.4, §9 #12).
 
@@ -385,13 +376,7 @@ def group_token_advantages(per_token_returns: Sequence[Sequence[float]]) -> list
         >>> [round(a, 4) for a in (adv[0][0], adv[0][4], adv[0][7], adv[1][0])]
         [-1.0047, -0.3423, -0.9219, 1.1482]
     """
-    flat = _standardise([r for rollout in per_token_returns for r in rollout])
-    out: list[list[float]] = []
-    start = 0
-    for rollout in per_token_returns:
-        out.append(flat[start : start + len(rollout)])
-        start += len(rollout)
-    return out
+    return pooled_standardise(per_token_returns, eps=ADVANTAGE_EPS)
 
 
 def group_sequence_advantages(returns: Sequence[float]) -> list[float]:
@@ -402,7 +387,7 @@ def group_sequence_advantages(returns: Sequence[float]) -> list[float]:
         >>> [round(a, 4) for a in adv]
         [0.9272, -0.7285, -1.3908, -1.0596, 1.1921, 0.5298, -0.3311, 0.8609]
     """
-    return _standardise(returns)
+    return standardise(returns, eps=ADVANTAGE_EPS)
 
 
 def em_reward(prediction: str | None, golds: str | Iterable[str]) -> int:
