@@ -14,6 +14,7 @@ from itertools import combinations
 from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.rag_zeval.rewards import ranking_accuracy, top1_accuracy
+from evigraph.metrics import mean, ratio
 
 __all__ = ("RankingMetrics", "pairwise_order", "ranking_metrics")
 
@@ -47,18 +48,14 @@ def pairwise_order(scores: Sequence[Fraction], alphas: Sequence[float]) -> tuple
 
 
 def ranking_metrics(instances: Sequence[tuple[Sequence[Fraction], Sequence[float]]]) -> RankingMetrics:
-    """Metrics over ``(scores, alphas)`` per instance (both in the same candidate order)."""
-    if not instances:
-        return RankingMetrics(
-            n=0, ranking_accuracy=0.0, top1_accuracy=0.0, pairwise_accuracy=0.0, pair_ties=0.0, pairs=0
-        )
+    """Metrics over ``(scores, alphas)`` per instance (both in the same candidate order); all 0 for none."""
     orders = [pairwise_order(s, a) for s, a in instances]
     pairs = sum(o[2] for o in orders)
     return RankingMetrics(
         n=len(instances),
-        ranking_accuracy=sum(ranking_accuracy(s, a) for s, a in instances) / len(instances),
-        top1_accuracy=sum(top1_accuracy(s, a) for s, a in instances) / len(instances),
-        pairwise_accuracy=sum(o[0] for o in orders) / pairs if pairs else 0.0,
-        pair_ties=sum(o[1] for o in orders) / pairs if pairs else 0.0,
+        ranking_accuracy=mean(ranking_accuracy(s, a) for s, a in instances),
+        top1_accuracy=mean(top1_accuracy(s, a) for s, a in instances),
+        pairwise_accuracy=ratio(sum(o[0] for o in orders), pairs),
+        pair_ties=ratio(sum(o[1] for o in orders), pairs),
         pairs=pairs,
     )

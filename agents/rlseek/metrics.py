@@ -20,6 +20,16 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.rlseek.schemas import RLSeekOutput, Span
 from evigraph.agents.rlseek.spans import covered, intersection
+from evigraph.metrics import (
+    binary_counts,
+    false_negative_rate,
+    false_positive_rate,
+    harmonic_f1,
+    mean,
+    precision,
+    ratio,
+    recall,
+)
 from evigraph.tools.lcs import word_tokens
 
 __all__ = (
@@ -129,14 +139,13 @@ def count_detection(output: RLSeekOutput | None, gold: Sequence[Span], task: str
 
 
 def pooled_prf(samples: Iterable[SampleCounts]) -> PRF:
-    """Span P/R/F1 with characters pooled over ``samples`` (§4.1); 0 where a denominator is 0."""
+    """Span P/R/F1 with characters pooled over ``samples`` (§4.1); 0 where a denominator is 0. F1 is the spec's
+    ``2PR/(P+R)`` of the pooled rates."""
     samples = list(samples)
     tp = sum(s.true_chars for s in samples)
-    predicted = sum(s.predicted_chars for s in samples)
-    gold = sum(s.gold_chars for s in samples)
-    precision = tp / predicted if predicted else 0.0
-    recall = tp / gold if gold else 0.0
-    return PRF(precision=precision, recall=recall, f1=_f1(precision, recall))
+    p = ratio(tp, sum(s.predicted_chars for s in samples))
+    r = ratio(tp, sum(s.gold_chars for s in samples))
+    return PRF(precision=p, recall=r, f1=harmonic_f1(p, r))
 
 
 def span_metrics(samples: Sequence[SampleCounts]) -> dict[str, PRF]:
@@ -157,31 +166,24 @@ def span_metrics(samples: Sequence[SampleCounts]) -> dict[str, PRF]:
     per_task = {t: pooled_prf(s for s in samples if s.task == t) for t in tasks}
     if per_task:
         per_task["average"] = PRF(
-            precision=_mean(m.precision for m in per_task.values()),
-            recall=_mean(m.recall for m in per_task.values()),
-            f1=_mean(m.f1 for m in per_task.values()),
+            precision=mean(m.precision for m in per_task.values()),
+            recall=mean(m.recall for m in per_task.values()),
+            f1=mean(m.f1 for m in per_task.values()),
         )
     return per_task
 
 
 def sample_metrics(samples: Sequence[SampleCounts]) -> SampleMetrics:
-    """Binary detection pooled over all samples (§4.2); 0 where a denominator is 0."""
-    tp = sum(s.flagged and s.hallucinated for s in samples)
-    fp = sum(s.flagged and not s.hallucinated for s in samples)
-    fn = sum(not s.flagged and s.hallucinated for s in samples)
-    tn = sum(not s.flagged and not s.hallucinated for s in samples)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
+    """Binary detection pooled over all samples (§4.2); 0 where a denominator is 0, F1 = 2PR/(P+R) as in §4.1."""
+    counts = binary_counts([s.hallucinated for s in samples], [s.flagged for s in samples])
+    p, r = precision(counts), recall(counts)
     return SampleMetrics(
-        precision=precision,
-        recall=recall,
-        f1=_f1(precision, recall),
-        fnr=fn / (fn + tp) if fn + tp else 0.0,
-        fpr=fp / (fp + tn) if fp + tn else 0.0,
-        tp=tp,
-        fp=fp,
-        fn=fn,
-        tn=tn,
+        precision=p,
+        recall=r,
+        f1=harmonic_f1(p, r),
+        fnr=false_negative_rate(counts),
+        fpr=false_positive_rate(counts),
+        **counts.model_dump(),
     )
 
 
@@ -226,15 +228,15 @@ def quote_statistics(
     bleu = [b for b in (self_bleu(t) for t in texts) if b is not None]
     return QuoteStatistics(
         n=len(outputs),
-        valid_rate=_mean(float(o.quotes_valid) for o in outputs),
-        char_overlap=_mean(q.overlap for q in quotes),
-        word_overlap=_mean(word_overlaps),
-        found_rate=_mean(float(q.found) for q in quotes),
-        quotes_per_sample=len(quotes) / len(outputs) if outputs else 0.0,
-        no_quote_share=_mean(float(not o.quotes) for o in outputs),
-        reasoning_chars=_mean(reasoning),
-        distinct_2=_mean(distinct) if distinct else None,
-        self_bleu=_mean(bleu) if bleu else None,
+        valid_rate=mean(o.quotes_valid for o in outputs),
+        char_overlap=mean(q.overlap for q in quotes),
+        word_overlap=mean(word_overlaps),
+        found_rate=mean(q.found for q in quotes),
+        quotes_per_sample=ratio(len(quotes), len(outputs)),
+        no_quote_share=mean(not o.quotes for o in outputs),
+        reasoning_chars=mean(reasoning),
+        distinct_2=mean(distinct) if distinct else None,
+        self_bleu=mean(bleu) if bleu else None,
     )
 
 
@@ -306,7 +308,7 @@ def self_bleu(quotes: Sequence[str], *, max_order: int = 3) -> float | None:
         return None
     tokens = [_words(q) for q in quotes]
     scores = [sentence_bleu(tokens[i], tokens[:i] + tokens[i + 1 :], max_order=max_order) for i in range(len(tokens))]
-    return _mean(scores)
+    return mean(scores)
 
 
 def leave_one_task_out(
@@ -337,12 +339,3 @@ def metrics_table(per_task: Mapping[str, PRF]) -> dict[str, dict[str, float]]:
 def _reasoning_chars(output: RLSeekOutput, completion: str) -> float:
     answer = next((s for s in output.steps[::-1]), None)
     return float(answer.end if answer is not None else len(completion))
-
-
-def _f1(precision: float, recall: float) -> float:
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-
-
-def _mean(values: Iterable[float]) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else 0.0

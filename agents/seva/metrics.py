@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.seva.rewards import alignment_score, chain_score
 from evigraph.agents.seva.schemas import ATTRIBUTABLE, ERROR_TYPES, LABELS, NOT_ATTRIBUTABLE, Label, SevaOutput
+from evigraph.metrics import accuracy, confusion, macro_f1, per_class_f1, ratio
 
 __all__ = (
     "LabelMetrics",
@@ -47,34 +48,30 @@ class LabelMetrics(BaseModel):
     """``confusion[gold][predicted]`` counts; ``none`` = no readable label."""
 
 
-def _f1(tp: int, fp: int, fn: int) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def label_metrics(pairs: Sequence[tuple[Label | None, Label]]) -> LabelMetrics:
     """Accuracy, per-class and macro F1, FPR/FNR and the confusion matrix of ``(predicted, gold)`` pairs."""
-    confusion = {gold: dict.fromkeys((*LABELS, NO_LABEL), 0) for gold in LABELS}
-    for predicted, gold in pairs:
-        confusion[gold][predicted or NO_LABEL] += 1
-    f1 = {}
-    for label in LABELS:
-        other = NOT_ATTRIBUTABLE if label == ATTRIBUTABLE else ATTRIBUTABLE
-        tp = confusion[label][label]
-        f1[label] = _f1(tp, confusion[other][label], sum(confusion[label].values()) - tp)
-    n_a, n_na = sum(confusion[ATTRIBUTABLE].values()), sum(confusion[NOT_ATTRIBUTABLE].values())
+    matrix = confusion(
+        [gold for _, gold in pairs],
+        [predicted for predicted, _ in pairs],
+        rows=LABELS,
+        columns=(*LABELS, NO_LABEL),
+        missing=NO_LABEL,
+    )
+    f1 = per_class_f1(matrix, LABELS)
+    n_a, n_na = sum(matrix[ATTRIBUTABLE].values()), sum(matrix[NOT_ATTRIBUTABLE].values())
     n = n_a + n_na
     return LabelMetrics(
         n=n,
-        accuracy=(confusion[ATTRIBUTABLE][ATTRIBUTABLE] + confusion[NOT_ATTRIBUTABLE][NOT_ATTRIBUTABLE]) / n
-        if n
-        else 0,
-        macro_f1=(f1[ATTRIBUTABLE] + f1[NOT_ATTRIBUTABLE]) / 2,
+        accuracy=accuracy(matrix),
+        macro_f1=macro_f1(f1),
         f1_attributable=f1[ATTRIBUTABLE],
         f1_not_attributable=f1[NOT_ATTRIBUTABLE],
-        fpr=confusion[ATTRIBUTABLE][NOT_ATTRIBUTABLE] / n_a if n_a else None,
-        fnr=confusion[NOT_ATTRIBUTABLE][ATTRIBUTABLE] / n_na if n_na else None,
-        predicted_na_share=sum(row[NOT_ATTRIBUTABLE] for row in confusion.values()) / n if n else 0.0,
-        confusion=confusion,
+        # The paper's rates (module doc), not one-vs-rest FNR: a missing label only counts in the denominator,
+        # and a rate over no gold item of the class is undefined (None) rather than 0.
+        fpr=matrix[ATTRIBUTABLE][NOT_ATTRIBUTABLE] / n_a if n_a else None,
+        fnr=matrix[NOT_ATTRIBUTABLE][ATTRIBUTABLE] / n_na if n_na else None,
+        predicted_na_share=ratio(sum(row[NOT_ATTRIBUTABLE] for row in matrix.values()), n),
+        confusion=matrix,
     )
 
 
@@ -105,8 +102,8 @@ def structure_metrics(outputs: Sequence[SevaOutput]) -> StructureMetrics:
     n = len(outputs)
     return StructureMetrics(
         n=n,
-        parse_rate=len(parsed) / n if n else 0.0,
-        format_compliance=sum(o.parse_ok and o.format_score == 1.0 for o in outputs) / n if n else 0.0,
+        parse_rate=ratio(len(parsed), n),
+        format_compliance=ratio(sum(o.parse_ok and o.format_score == 1.0 for o in outputs), n),
         alignment_quality=statistics.fmean(alignments) if alignments else None,
         chain_quality=statistics.fmean(chains) if chains else None,
         grounded_share=sum(spans) / len(spans) if spans else None,

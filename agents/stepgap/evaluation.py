@@ -29,12 +29,12 @@ from evigraph.agents.stepgap.metrics import (
     first_gap_distribution,
     is_degenerate,
     label_distribution,
-    mean,
 )
 from evigraph.agents.stepgap.plots import gap_distribution_plot
 from evigraph.errors import ConfigError
 from evigraph.evaluation.adapter import BaseEvaluation
 from evigraph.evaluation.records import load_records
+from evigraph.metrics import mean
 from evigraph.trajectory import Step, Trajectory
 
 __all__ = ("EVALUATION", "StepGapEvalOptions", "StepGapEvalReport", "StepGapEvaluation")

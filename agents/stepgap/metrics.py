@@ -7,35 +7,42 @@ alone, §8 pitfall 5). Diagnostics: label distribution, first-gap type, the dege
 intervals: percentile bootstrap over steps for step metrics and over questions for Q-F1 (§9 #15).
 
 Every rate is a fraction in [0, 1] (the spec prints percentages: its ``[100, 100]`` is ``(1.0, 1.0)`` here).
-Standard definitions throughout (Known inconsistencies #7, #9), with these conventions for empty denominators:
-
-- precision = 0 when nothing is flagged (§4); recall = 0 when the gold has no positive; F1 = 2TP/(2TP+FP+FN),
-  0 when that denominator is 0 (so a no-gap predictor scores 0, flag-everything 2g/(1+g));
-- balanced accuracy averages the recall of the classes *present in the gold* (scikit-learn's definition): TNR
-  alone when the gold has no gap, TPR alone when it has only gaps, 0 on no units;
-- Cohen's κ = (p_o − p_e)/(1 − p_e); when p_e = 1 (both raters used one same label) κ = 1.0 if p_o = 1 else 0.0;
-  0 on no items;
-- a typed class absent from both gold and prediction has F1 0 and still counts in the macro average (the three
-  classes are fixed, §9 #17);
-- a metric over zero units is 0.0, and its bootstrap interval is that value twice.
+Standard definitions throughout (Known inconsistencies #7, #9), from :mod:`evigraph.metrics`, whose conventions
+for empty denominators are the spec's: precision = 0 when nothing is flagged (§4); F1 = 2TP/(2TP+FP+FN), so a
+no-gap predictor scores 0 and flag-everything 2g/(1+g); balanced accuracy over the classes present in the gold;
+κ = 1.0 when both raters used one same label throughout; a metric over zero units is 0.0 and its bootstrap
+interval that value twice. Typed F1 scores the three fixed gap types: one absent from both gold and prediction
+has F1 0 and still counts in the macro average (§9 #17).
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evigraph.agents.search_r1.answers import token_f1
 from evigraph.agents.stepgap.labels import GAP_LABELS, GAP_TYPES, GapLabel, has_gap
+from evigraph.metrics import (
+    BinaryCounts,
+    Interval,
+    balanced_accuracy,
+    binary_counts,
+    bootstrap_cis,
+    cohen_kappa,
+    confusion,
+    f1,
+    macro_f1,
+    mean,
+    per_class_f1,
+    precision,
+    recall,
+)
 
 __all__ = (
     "COLLAPSED_SHARE",
     "DEGENERATE_IE_SHARE",
-    "BinaryCounts",
     "FirstGap",
     "LabeledQuestion",
     "QuestionMetrics",
@@ -43,28 +50,15 @@ __all__ = (
     "StepMetrics",
     "TypedF1",
     "answer_token_f1",
-    "balanced_accuracy",
-    "binary_counts",
-    "bootstrap_ci",
-    "bootstrap_cis",
     "checker_report",
-    "cohen_kappa",
-    "f1",
     "first_gap_distribution",
     "flag_everything_q_f1",
     "is_degenerate",
     "label_distribution",
-    "mean",
-    "precision",
     "question_counts",
-    "recall",
     "step_counts",
     "typed_f1",
 )
-
-U = TypeVar("U")
-Interval = tuple[float, float]
-"""A bootstrap interval ``(lower, upper)``; a JSON list ``[lo, hi]``."""
 
 DEGENERATE_IE_SHARE = 0.70
 """§4: a checker that labels more than this share of steps IE, with CC and MB collapsed, is degenerate."""
@@ -73,92 +67,9 @@ COLLAPSED_SHARE = 0.15
 sit at 0.0 (Single-LLM-XL) and 0.116 (NER-Quote), StepGap's healthy distribution at 0.21 (§7.3)."""
 
 
-class BinaryCounts(BaseModel):
-    """A 2×2 confusion table."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tp: int = Field(ge=0)
-    fp: int = Field(ge=0)
-    fn: int = Field(ge=0)
-    tn: int = Field(ge=0)
-
-
-def binary_counts(gold: Sequence[bool], pred: Sequence[bool]) -> BinaryCounts:
-    """Count the 2×2 table of parallel gold/predicted booleans (True = positive)."""
-    if len(gold) != len(pred):
-        raise ValueError(f"{len(pred)} predictions for {len(gold)} gold items")
-    table = Counter(zip(gold, pred, strict=True))
-    return BinaryCounts(tp=table[True, True], fp=table[False, True], fn=table[True, False], tn=table[False, False])
-
-
 def step_counts(gold: Sequence[GapLabel], pred: Sequence[GapLabel]) -> BinaryCounts:
     """The ``has_gap`` table over parallel step labels (positive = any gap type)."""
     return binary_counts([has_gap(g) for g in gold], [has_gap(p) for p in pred])
-
-
-def precision(counts: BinaryCounts) -> float:
-    """TP/(TP+FP); 0 when nothing is flagged (§4)."""
-    flagged = counts.tp + counts.fp
-    return counts.tp / flagged if flagged else 0.0
-
-
-def recall(counts: BinaryCounts) -> float:
-    """TP/(TP+FN); 0 when the gold has no positive."""
-    positives = counts.tp + counts.fn
-    return counts.tp / positives if positives else 0.0
-
-
-def f1(counts: BinaryCounts) -> float:
-    """2TP/(2TP+FP+FN), the harmonic mean of precision and recall; 0 when there is nothing to find or flag.
-
-    Example (§4 M-1, M-2):
-        >>> round(f1(BinaryCounts(tp=4, fp=1, fn=2, tn=3)), 4)
-        0.7273
-        >>> round(f1(BinaryCounts(tp=107, fp=74, fn=0, tn=0)), 4)
-        0.7431
-    """
-    denominator = 2 * counts.tp + counts.fp + counts.fn
-    return 2 * counts.tp / denominator if denominator else 0.0
-
-
-def balanced_accuracy(counts: BinaryCounts) -> float:
-    """(TPR + TNR)/2 over the classes present in the gold (module docstring); 0 on an empty table.
-
-    Example (§4 M-1, M-3):
-        >>> round(balanced_accuracy(BinaryCounts(tp=4, fp=1, fn=2, tn=3)), 4)
-        0.7083
-        >>> balanced_accuracy(BinaryCounts(tp=0, fp=0, fn=107, tn=74))
-        0.5
-    """
-    rates = []
-    if counts.tp + counts.fn:
-        rates.append(counts.tp / (counts.tp + counts.fn))
-    if counts.tn + counts.fp:
-        rates.append(counts.tn / (counts.tn + counts.fp))
-    return sum(rates) / len(rates) if rates else 0.0
-
-
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
-    """Cohen's κ = (p_o − p_e)/(1 − p_e) of two raters over any categories (4-way gap labels, or booleans).
-
-    Example (§4 M-7: 5 both-gap, 3 both-no-gap, one disagreement each way):
-        >>> first = [True] * 5 + [False] * 3 + [True, False]
-        >>> second = [True] * 5 + [False] * 3 + [False, True]
-        >>> round(cohen_kappa(first, second), 4)
-        0.5833
-    """
-    if len(a) != len(b):
-        raise ValueError(f"{len(b)} labels from the second rater for {len(a)} from the first")
-    if not a:
-        return 0.0
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    counts_a, counts_b = Counter(a), Counter(b)
-    expected = sum(counts_a[c] * counts_b[c] for c in counts_a) / (n * n)
-    if expected == 1.0:
-        return 1.0 if observed == 1.0 else 0.0
-    return (observed - expected) / (1.0 - expected)
 
 
 class TypedF1(BaseModel):
@@ -174,10 +85,8 @@ class TypedF1(BaseModel):
 
 def typed_f1(gold: Sequence[GapLabel], pred: Sequence[GapLabel]) -> TypedF1:
     """One-vs-rest F1 for each gap type over parallel step labels, macro-averaged over the three types."""
-    if len(gold) != len(pred):
-        raise ValueError(f"{len(pred)} predicted labels for {len(gold)} gold labels")
-    per_class = {t: f1(binary_counts([g == t for g in gold], [p == t for p in pred])) for t in GAP_TYPES}
-    return TypedF1(**per_class, macro=sum(per_class.values()) / len(per_class))
+    per_class = per_class_f1(confusion(gold, pred), GAP_TYPES)
+    return TypedF1(**per_class, macro=macro_f1(per_class))
 
 
 def flag_everything_q_f1(w: float) -> float:
@@ -238,11 +147,6 @@ def first_gap_distribution(traces: Sequence[Sequence[GapLabel]]) -> FirstGap:
     return FirstGap(**{t: firsts[t] / n if n else 0.0 for t in GAP_TYPES}, n=n)
 
 
-def mean(values: Sequence[float | int | bool]) -> float:
-    """Arithmetic mean; 0 for no values (support rate over booleans, mean searches over counts, ...)."""
-    return sum(float(v) for v in values) / len(values) if values else 0.0
-
-
 def answer_token_f1(prediction: str, golds: Sequence[str]) -> float:
     """Answer token-F1: the best SQuAD token F1 of the prediction against any gold alias; 0 for no alias.
 
@@ -250,58 +154,6 @@ def answer_token_f1(prediction: str, golds: Sequence[str]) -> float:
     0.6667
     """
     return max((token_f1(prediction, gold) for gold in golds), default=0.0)
-
-
-def bootstrap_cis(
-    units: Sequence[U],
-    metrics: Mapping[str, Callable[[Sequence[U]], float]],
-    *,
-    resamples: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict[str, Interval]:
-    """Percentile-bootstrap intervals of several metrics over the same resamples (§4).
-
-    Each of ``resamples`` draws picks ``len(units)`` units with replacement (``random.Random(seed)``, so a fixed
-    seed gives identical intervals); every metric is recomputed on the draw; the interval is the
-    ``(1 − level)/2`` and ``(1 + level)/2`` percentiles (linear interpolation, numpy's default).
-    """
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    rng = random.Random(seed)
-    draws = [rng.choices(units, k=len(units)) for _ in range(resamples)]
-    return {name: _percentile_interval([metric(d) for d in draws], level) for name, metric in metrics.items()}
-
-
-def bootstrap_ci(
-    units: Sequence[U],
-    metric: Callable[[Sequence[U]], float],
-    *,
-    resamples: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Interval:
-    """Percentile-bootstrap interval of one metric of a unit list (see :func:`bootstrap_cis`).
-
-    Example:
-        >>> bootstrap_ci([1.0, 1.0, 1.0], mean, resamples=100)
-        (1.0, 1.0)
-    """
-    return bootstrap_cis(units, {"metric": metric}, resamples=resamples, seed=seed, level=level)["metric"]
-
-
-def _percentile_interval(values: list[float], level: float) -> Interval:
-    ordered = sorted(values)
-
-    def percentile(q: float) -> float:
-        position = q * (len(ordered) - 1)
-        low = int(position)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-    return percentile((1.0 - level) / 2), percentile((1.0 + level) / 2)
 
 
 class LabeledQuestion(BaseModel):

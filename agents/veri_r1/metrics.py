@@ -27,6 +27,7 @@ from evigraph.agents.veri_r1.format_rules import (
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence
 from evigraph.agents.veri_r1.labels import GOLD_LABELS, GoldLabel, Label, label_matches, normalize_id, relaxes_evidence
 from evigraph.agents.veri_r1.rewards import compat_eval_reward, compat_label_correct, evidence_iou, final_reward
+from evigraph.metrics import confusion, mean
 
 __all__ = (
     "CONFIDENCE_BINS",
@@ -233,10 +234,6 @@ class VeriR1Report(Accuracies):
     confidence: ConfidenceReport | None
 
 
-def _mean(values: Sequence[float | bool]) -> float:
-    return sum(float(v) for v in values) / len(values) if values else 0.0
-
-
 def _predicts(score: InstanceScore, label: GoldLabel, mode: Mode) -> bool:
     # "Predicted as class c" = the answer would have been correct had the gold been c.
     if mode == "compat":
@@ -248,16 +245,16 @@ def _class_metrics(
     label: GoldLabel, scores: Sequence[InstanceScore], everything: Sequence[InstanceScore], mode: Mode
 ) -> ClassMetrics:
     predicted = [s for s in everything if _predicts(s, label, mode)]
-    accuracy = _mean([s.label_correct for s in scores])
+    accuracy = mean([s.label_correct for s in scores])
     return ClassMetrics(
         n=len(scores),
         label_accuracy=accuracy,
-        verification_accuracy=_mean([s.verified for s in scores]),
-        joint_accuracy=_mean([s.joint for s in scores]),
-        evidence_score=_mean([s.evidence_iou for s in scores]),
-        evidence_cover_rate=_mean([s.covers_gold for s in scores]),
-        format_rate=_mean([s.format_ok for s in scores]),
-        precision=_mean([s.gold_label == label for s in predicted]) if predicted else None,
+        verification_accuracy=mean([s.verified for s in scores]),
+        joint_accuracy=mean([s.joint for s in scores]),
+        evidence_score=mean([s.evidence_iou for s in scores]),
+        evidence_cover_rate=mean([s.covers_gold for s in scores]),
+        format_rate=mean([s.format_ok for s in scores]),
+        precision=mean([s.gold_label == label for s in predicted]) if predicted else None,
         recall=accuracy,
     )
 
@@ -270,7 +267,7 @@ def _confidence_report(scores: Sequence[InstanceScore]) -> ConfidenceReport | No
     for label in dict.fromkeys(s.pred_label for s in known):
         for tier in ("low", "mid", "high"):
             members = [s for s in known if s.pred_label == label and confidence_tier(s.confidence or 0.0) == tier]
-            accuracy = _mean([s.label_correct for s in members]) if members else None
+            accuracy = mean([s.label_correct for s in members]) if members else None
             tiers.append(ConfidenceTier(tier=tier, label=label, n=len(members), accuracy=accuracy))  # type: ignore[arg-type]
     bins = []
     for k in range(CONFIDENCE_BINS):
@@ -283,8 +280,8 @@ def _confidence_report(scores: Sequence[InstanceScore]) -> ConfidenceReport | No
                 lower=lower,
                 upper=upper,
                 n=len(members),
-                mean_confidence=_mean([s.confidence or 0.0 for s in members]) if members else None,
-                accuracy=_mean([s.label_correct for s in members]) if members else None,
+                mean_confidence=mean([s.confidence or 0.0 for s in members]) if members else None,
+                accuracy=mean([s.label_correct for s in members]) if members else None,
             )
         )
     return ConfidenceReport(n=len(known), tiers=tiers, bins=bins)
@@ -298,23 +295,18 @@ def aggregate(scores: Sequence[InstanceScore], *, mode: Mode = "clean") -> VeriR
     order = {label: k for k, label in enumerate(GOLD_LABELS)}
     golds = sorted({s.gold_label for s in scores}, key=lambda g: (order.get(g, len(order)), g))
     per_class = {g: _class_metrics(g, [s for s in scores if s.gold_label == g], scores, mode) for g in golds}
-    confusion: dict[str, dict[str, int]] = {}
-    for s in scores:
-        row = confusion.setdefault(s.gold_label, {})
-        key = s.pred_label or NO_LABEL
-        row[key] = row.get(key, 0) + 1
     return VeriR1Report(
         mode=mode,
         n=len(scores),
-        label_accuracy=_mean([s.label_correct for s in scores]),
-        verification_accuracy=_mean([s.verified for s in scores]),
-        joint_accuracy=_mean([s.joint for s in scores]),
-        evidence_score=_mean([s.evidence_iou for s in scores]),
-        evidence_cover_rate=_mean([s.covers_gold for s in scores]),
-        format_rate=_mean([s.format_ok for s in scores]),
+        label_accuracy=mean([s.label_correct for s in scores]),
+        verification_accuracy=mean([s.verified for s in scores]),
+        joint_accuracy=mean([s.joint for s in scores]),
+        evidence_score=mean([s.evidence_iou for s in scores]),
+        evidence_cover_rate=mean([s.covers_gold for s in scores]),
+        format_rate=mean([s.format_ok for s in scores]),
         unretrieved_citation_rate=unretrieved_rate,
-        mean_reward=_mean([s.reward for s in scores]),
+        mean_reward=mean([s.reward for s in scores]),
         per_class=per_class,
-        confusion=confusion,
+        confusion=confusion([s.gold_label for s in scores], [s.pred_label for s in scores], missing=NO_LABEL),
         confidence=_confidence_report(scores),
     )

@@ -58,12 +58,12 @@ def test_4_1_average_is_the_mean_of_each_metric_not_the_f1_of_the_means() -> Non
     # Table 1, RLSeek-7B: P/R/F1 per task; the reported average F1 is 57.5, not 2PR/(P+R) = 57.8.
     table = {"summary": (67.4, 44.3, 53.5), "qa": (58.0, 57.6, 57.8), "data-to-text": (69.6, 54.5, 61.2)}
     per_task = {t: PRF(precision=p, recall=r, f1=f) for t, (p, r, f) in table.items()}
-    from evigraph.agents.rlseek import metrics
+    from evigraph.metrics import mean
 
-    average = metrics.PRF(
-        precision=metrics._mean(m.precision for m in per_task.values()),
-        recall=metrics._mean(m.recall for m in per_task.values()),
-        f1=metrics._mean(m.f1 for m in per_task.values()),
+    average = PRF(
+        precision=mean(m.precision for m in per_task.values()),
+        recall=mean(m.recall for m in per_task.values()),
+        f1=mean(m.f1 for m in per_task.values()),
     )
     assert round(average.f1, 1) == 57.5 and round(average.precision, 1) == 65.0 and round(average.recall, 1) == 52.1
     samples = [

@@ -15,26 +15,19 @@ from hypothesis import strategies as st
 
 from evigraph.agents.stepgap.labels import GAP_LABELS, GapLabel
 from evigraph.agents.stepgap.metrics import (
-    BinaryCounts,
     LabeledQuestion,
     answer_token_f1,
-    balanced_accuracy,
-    bootstrap_ci,
     checker_report,
-    cohen_kappa,
-    f1,
     first_gap_distribution,
     flag_everything_q_f1,
     is_degenerate,
     label_distribution,
-    mean,
-    precision,
     question_counts,
-    recall,
     step_counts,
     typed_f1,
 )
 from evigraph.agents.stepgap.plots import gap_distribution_plot
+from evigraph.metrics import BinaryCounts, balanced_accuracy, bootstrap_ci, cohen_kappa, f1, mean, precision, recall
 
 G: GapLabel = "IE"  # any gap type: the binary step metrics only read has_gap
 N: GapLabel = "no-gap"
