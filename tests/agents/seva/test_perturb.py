@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from types import SimpleNamespace
@@ -9,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
+import evigraph.agents.seva.perturb as probe_stage
 from evigraph.agents.seva.perturb import (
     STRATEGIES,
     STRATEGY_CATEGORIES,
@@ -59,8 +61,8 @@ DONORS = [
 NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
-def rule(claim: str, source: str, strategy, seed: int = 0) -> Perturbation:
-    p = perturb(claim, source, strategy, rng=random.Random(seed), donors=DONORS)
+def rule(claim: str, source: str, strategy, seed: int = 0, entities=None) -> Perturbation:
+    p = perturb(claim, source, strategy, rng=random.Random(seed), donors=DONORS, entities=entities)
     assert p is not None, (claim, strategy)
     return p
 
@@ -158,13 +160,13 @@ def test_numerical_without_numbers_is_none():
     assert perturb(TRIAL, TRIAL_SOURCE, "numerical_perturbation", rng=random.Random(0)) is None
 
 
-# --- entities ---------------------------------------------------------------------------------------------------
+# --- entities (under both finders: capitalised chunks and spaCy NER, see conftest.py) ----------------------------
 
 
-def test_entity_confusion_swaps_one_chunk_for_an_absent_donor_entity():
+def test_entity_confusion_swaps_one_chunk_for_an_absent_donor_entity(entities):
     donor_names = {"Galaxy", "Samsung", "Seoul", "Microsoft", "Nintendo", "Harvard University", "Stanford"}
     for seed in range(20):
-        p = rule(APPLE, APPLE_SOURCE, "entity_confusion", seed)
+        p = rule(APPLE, APPLE_SOURCE, "entity_confusion", seed, entities)
         assert p.category == "entity_substitution"
         assert p.before == "Apple"
         assert p.after in donor_names
@@ -172,24 +174,25 @@ def test_entity_confusion_swaps_one_chunk_for_an_absent_donor_entity():
         assert p.claim == APPLE.replace("Apple", p.after)
 
 
-def test_entity_confusion_prefers_same_length_names():
+def test_entity_confusion_prefers_same_length_names(entities):
     # "Harvard University" is the only two-word donor name, so it replaces the two-word target whatever the seed.
     for seed in range(10):
-        p = rule("The study was led by Boston University.", "A study.", "entity_confusion", seed)
+        p = rule("The study was led by Boston University.", "A study.", "entity_confusion", seed, entities)
         assert (p.before, p.after) == ("Boston University", "Harvard University")
 
 
-def test_multi_hop_graft_uses_an_entity_from_the_source():
+def test_multi_hop_graft_uses_an_entity_from_the_source(entities):
     for seed in range(20):
-        p = rule(OXFORD, OXFORD_SOURCE, "multi_hop_graft", seed)
+        p = rule(OXFORD, OXFORD_SOURCE, "multi_hop_graft", seed, entities)
         assert p.category == "entity_substitution"
         assert p.before in {"Oxford", "Treasury"}
         assert p.after in OXFORD_SOURCE and p.after not in OXFORD
-    oxford = {rule(OXFORD, OXFORD_SOURCE, "multi_hop_graft", s).claim for s in range(20)}
+    oxford = {rule(OXFORD, OXFORD_SOURCE, "multi_hop_graft", s, entities).claim for s in range(20)}
     assert "She studied at Cambridge before joining the Treasury." in oxford
 
 
-def test_entity_strategies_need_names():
+def test_entity_strategies_need_names(entities):
+    perturb = functools.partial(probe_stage.perturb, entities=entities)
     lowercase = "the committee approved the budget in a close vote."
     for strategy in ("entity_confusion", "multi_hop_graft"):
         assert perturb(lowercase, "the committee approved it.", strategy, rng=random.Random(0), donors=DONORS) is None

@@ -23,6 +23,7 @@ from evigraph.agents.stepgap.variants import (
 from evigraph.errors import ConfigError
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.graphs.stepgap_checker import build_checker_graph
+from evigraph.tools.ner import SpacyNER
 from tests.agents.stepgap.doubles import CONTRADICT, ENTAIL, FakeNLI, judge_by_step, judgement
 
 ON = "stageA:on_target, stageB:not_abstention"
@@ -168,7 +169,7 @@ def ner() -> EntityFinder:
     nlp = spacy.blank("en")
     ruler = nlp.add_pipe("entity_ruler")
     ruler.add_patterns([{"label": "PERSON", "pattern": "Damien Chazelle"}, {"label": "GPE", "pattern": "Providence"}])  # type: ignore[attr-defined]
-    return spacy_entity_finder(nlp)
+    return spacy_entity_finder(SpacyNER(nlp, "ruler"))
 
 
 PAGE = doc(
