@@ -35,7 +35,7 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 def oracle_reply(record: RLSeekRecord) -> str:
     """A perfect-format completion: one step per gold span quoting the source sentence that shares the most
     words with the span's sentence (verbatim, so no penalty), and the gold span texts as the final list."""
-    texts = render(record.task, record.source, record.response, record.question)
+    texts = render(record.variant, record.source, record.response, record.question)
     sentences = [s.strip() for s in _SENTENCE.findall(texts.source) if s.strip()] or [texts.source[:200]]
     spans = record.gold.spans if record.gold else ()
     blocks, listed = [], []
@@ -48,14 +48,14 @@ def oracle_reply(record: RLSeekRecord) -> str:
         if piece:
             listed.append(piece)
     final = f'{{"{FINAL_KEY}": {json.dumps(listed, ensure_ascii=False)}}}'
-    if record.task == "claim":
+    if record.variant == "claim":
         return "".join(blocks) + f"<answer>{json.dumps(listed, ensure_ascii=False)}</answer>"
     return "".join(blocks) + f"## Final Output\n```json\n{final}\n```"
 
 
 def oracle_generator(records: list[RLSeekRecord]) -> ScriptedGenerator:
     """Answers each prompt with :func:`oracle_reply` of the record whose response it shows."""
-    by_response = {render(r.task, r.source, r.response, r.question).response: r for r in records}
+    by_response = {render(r.variant, r.source, r.response, r.question).response: r for r in records}
 
     def reply(transcript: list[Segment], _params: object) -> str:
         prompt = transcript[0].text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import httpx
@@ -33,17 +33,27 @@ class RemoteSearch:
         timeout_s: per-request timeout in seconds.
         max_retries: extra attempts after a connection failure, a timeout or a 502/503/504 (with backoff).
             Other 4xx/5xx answers fail at once.
+        transport: answers both the sync and the async client in place of the network (tests); ``None`` for
+            httpx's own.
 
     Raises:
         ConfigError: ``timeout_s`` ≤ 0 or ``max_retries`` < 0.
     """
 
-    def __init__(self, base_url: str, *, timeout_s: float = 30, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 30,
+        max_retries: int = 2,
+        transport: httpx.MockTransport | None = None,
+    ) -> None:
         if timeout_s <= 0 or max_retries < 0:
             raise ConfigError(f"need timeout_s > 0 and max_retries ≥ 0, got {timeout_s} and {max_retries}")
         self.base_url = base_url.rstrip("/").removesuffix("/retrieve")
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        self._transport = transport
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
 
     def close(self) -> None:
         self._client.close()
@@ -65,18 +75,19 @@ class RemoteSearch:
         payload = self._payload(queries, k)
         if not payload["queries"]:
             return []
-        for attempt in range(self.max_retries + 1):
+        plan = self._attempts(len(payload["queries"]))
+        delay = next(plan)
+        while True:
+            if delay:
+                time.sleep(delay)
             try:
-                response = self._client.post("/retrieve", json=payload)
+                outcome: httpx.Response | httpx.TransportError = self._client.post("/retrieve", json=payload)
             except httpx.TransportError as error:
-                failure: str = f"{type(error).__name__}: {error}"
-            else:
-                if response.status_code not in _RETRY_STATUS:
-                    return self._parse(response, len(payload["queries"]))
-                failure = _message(response)
-            if attempt < self.max_retries:
-                time.sleep(0.1 * 2**attempt)
-        raise ToolError(f"retrieval server {self.base_url} failed after {self.max_retries + 1} attempts: {failure}")
+                outcome = error
+            try:
+                delay = plan.send(outcome)
+            except StopIteration as final:
+                return final.value
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         return self.batch_search([query], k)[0]
@@ -86,22 +97,47 @@ class RemoteSearch:
         payload = self._payload(queries, k)
         if not payload["queries"]:
             return []
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout_s) as client:
-            for attempt in range(self.max_retries + 1):
+        async with httpx.AsyncClient(
+            base_url=self.base_url, timeout=self.timeout_s, transport=self._transport
+        ) as client:
+            plan = self._attempts(len(payload["queries"]))
+            delay = next(plan)
+            while True:
+                if delay:
+                    await asyncio.sleep(delay)
                 try:
-                    response = await client.post("/retrieve", json=payload)
+                    outcome: httpx.Response | httpx.TransportError = await client.post("/retrieve", json=payload)
                 except httpx.TransportError as error:
-                    failure: str = f"{type(error).__name__}: {error}"
-                else:
-                    if response.status_code not in _RETRY_STATUS:
-                        return self._parse(response, len(payload["queries"]))
-                    failure = _message(response)
-                if attempt < self.max_retries:
-                    await asyncio.sleep(0.1 * 2**attempt)
-        raise ToolError(f"retrieval server {self.base_url} failed after {self.max_retries + 1} attempts: {failure}")
+                    outcome = error
+                try:
+                    delay = plan.send(outcome)
+                except StopIteration as final:
+                    return final.value
 
     async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
         return (await self.abatch_search([query], k))[0]
+
+    def _attempts(
+        self, n_queries: int
+    ) -> Generator[float, httpx.Response | httpx.TransportError, list[list[Evidence]]]:
+        """The retry policy, written once for the sync and the async driver (which only wait, post and report).
+
+        Yields the seconds to wait before each attempt (none before the first, then 0.1 s doubling) and is sent
+        that attempt's outcome: a transport error or a 502/503/504 asks for another attempt while
+        ``max_retries`` allows; any other response ends the plan with the hits :meth:`_parse` reads from it.
+
+        Raises:
+            ToolError: every attempt failed (names the server, the number of attempts and the last failure), or the
+                final answer was another 4xx/5xx or malformed.
+        """
+        for attempt in range(self.max_retries + 1):
+            outcome = yield 0.0 if attempt == 0 else 0.1 * 2 ** (attempt - 1)
+            if isinstance(outcome, httpx.Response) and outcome.status_code not in _RETRY_STATUS:
+                return self._parse(outcome, n_queries)
+            failure = (
+                _message(outcome) if isinstance(outcome, httpx.Response) else f"{type(outcome).__name__}: {outcome}"
+            )
+        raise ToolError(f"retrieval server {self.base_url} failed after {self.max_retries + 1} attempts: {failure}")
 
     def _parse(self, response: httpx.Response, n_queries: int) -> list[list[Evidence]]:
         if response.is_error:

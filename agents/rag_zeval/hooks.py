@@ -229,7 +229,18 @@ def _scores(result: Any, count: int) -> list[Any]:
     return exact if exact is not None and len(exact) == count else [Fraction(0)] * count
 
 
-@agent_command(agent_config=False)
+_GREEDY_CAD = "context-aware decoding is greedy"
+
+
+@agent_command(
+    agent_config=False,
+    refuses={
+        "--generator.max-new-tokens": "the cap per answer is --max-new-tokens",
+        "--generator.temperature": _GREEDY_CAD,
+        "--generator.top-p": _GREEDY_CAD,
+        "--generator.seed": f"{_GREEDY_CAD} (--seed orders the items)",
+    },
+)
 def synthesize_command(
     run: AgentRun,
     data: Annotated[

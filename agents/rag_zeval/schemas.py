@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import ClassVar, Literal, Required, TypedDict
+from typing import Annotated, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evigraph.inputs import NOT_BLANK, NonBlank
 from evigraph.trajectory import Trajectory
 
 __all__ = (
@@ -125,9 +126,9 @@ class RagZevalInputs(TypedDict, total=False):
     [...]}``, one per candidate, larger is better) makes the run carry its reward."""
 
     id: str
-    question: Required[str]
-    reference: Required[str]
-    candidates: Required[list[str]]
+    question: Required[NonBlank]
+    reference: Required[NonBlank]
+    candidates: Required[Annotated[list[str], NOT_BLANK]]
     kind: ReferenceKind
     gold: dict[str, object] | None
 

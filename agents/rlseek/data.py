@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evigraph.agents.rlseek.schemas import RLSeekGold, TaskType
+from evigraph.agents.rlseek.schemas import RAGTRUTH_TASKS, RLSeekGold, TaskName, TaskType, task_variant
 from evigraph.agents.rlseek.spans import merge_spans
 from evigraph.errors import ConfigError
 from evigraph.jsonl import format_validation_error, iter_json_objects
@@ -40,8 +40,6 @@ __all__ = (
     "records_from",
 )
 
-RAGTRUTH_TASKS: dict[str, TaskType] = {"Summary": "summary", "QA": "qa", "Data2txt": "data-to-text"}
-"""RAGTruth's ``task_type`` → our task."""
 FAITHBENCH_UNWANTED = ("Unwanted", "Unwanted.Intrinsic", "Unwanted.Extrinsic")
 """FaithBench labels counted as hallucinated by default."""
 
@@ -52,7 +50,9 @@ class RLSeekRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
 
     id: str
-    task: TaskType
+    task: TaskName
+    """As the file names it (metrics are reported under it); a known name (:func:`~.schemas.task_variant`:
+    ours or RAGTruth's, any case) since the run's prompt variant follows from it."""
     source: str | dict[str, Any]
     """Text, or the data-to-text JSON object."""
     response: str
@@ -61,9 +61,20 @@ class RLSeekRecord(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     """Where the record came from (data set, model, split ...)."""
 
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, task: str) -> str:
+        task_variant(task)  # a record is run: refuse a name that chooses no prompt variant
+        return task
+
+    @property
+    def variant(self) -> TaskType:
+        """The prompt variant the graph runs for :attr:`task`."""
+        return task_variant(self.task)
+
     @model_validator(mode="after")
     def _check(self) -> RLSeekRecord:
-        if isinstance(self.source, dict) and self.task != "data-to-text":
+        if isinstance(self.source, dict) and self.variant != "data-to-text":
             raise ValueError(f"source: a {self.task} record needs text; only data-to-text takes a JSON object")
         for start, end in self.gold.spans if self.gold else ():
             if end > len(self.response):
@@ -72,7 +83,7 @@ class RLSeekRecord(BaseModel):
 
     def graph_input(self) -> dict[str, Any]:
         """What the RLSeek graph is invoked with (gold included, so the run carries its reward)."""
-        fields: dict[str, Any] = {"id": self.id, "task": self.task, "source": self.source, "response": self.response}
+        fields: dict[str, Any] = {"id": self.id, "task": self.variant, "source": self.source, "response": self.response}
         if self.question:
             fields["question"] = self.question
         if self.gold is not None:

@@ -6,10 +6,14 @@
 - ``evigraph score rlseek --pred P --gold G``: any system's spans against gold. Formats (JSONL, one response per
   line, extra fields allowed): gold ``{"id", "task", "spans": [[start, end], ...]}`` (or a record with
   ``gold.spans``, or a RAGTruth/FaithBench folder); prediction ``{"id", "spans": [[start, end], ...]}`` or our
-  own eval lines. Offsets are half-open characters of the response; overlapping spans count once. Every
-  prediction needs a gold line and every gold line a prediction.
+  own eval lines. ``task`` is any non-empty name (``QA``, ``Summary``, another set's own); span metrics are
+  reported per task under the name as given. Offsets are half-open characters of the response; overlapping
+  spans count once. Every prediction needs a gold line and every gold line a prediction.
 - ``evigraph reward rlseek --input F``: our eval lines, or ``{"id", "task", "source", "response", "question"?,
   "completion", "gold": {"spans"}}`` lines of another system's completions.
+
+``eval`` and ``reward`` run the detector's prompt variant, so there ``task`` must be one of ours or RAGTruth's
+(:func:`~.schemas.task_variant`, any letter case: ``QA`` runs as ``qa``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from evigraph.agents.rlseek.metrics import (
     span_metrics,
 )
 from evigraph.agents.rlseek.prompts import render
-from evigraph.agents.rlseek.schemas import RLSeekOutput, Span, TaskType
+from evigraph.agents.rlseek.schemas import RLSeekOutput, Span, TaskName, task_variant
 from evigraph.evaluation.adapter import BaseEvaluation, RunRecord
 from evigraph.evaluation.records import load_records, subset
 from evigraph.trajectory import Segment, Trajectory
@@ -46,7 +50,8 @@ class RLSeekGoldLine(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
 
     id: str
-    task: TaskType
+    task: TaskName
+    """Any name (metrics are reported under it): scoring never runs a prompt variant."""
     spans: tuple[Span, ...] = ()
 
 
@@ -55,7 +60,8 @@ class RLSeekPrediction(RunRecord):
     ``reward``, ``completion`` with the inputs)."""
 
     spans: tuple[Span, ...] | None = None
-    task: TaskType | None = None
+    task: TaskName | None = None
+    """Read by ``reward`` only (mapped to a prompt variant there)."""
     source: str | dict[str, Any] | None = None
     question: str | None = None
     completion: str | None = None
@@ -139,8 +145,12 @@ class RLSeekEvaluation(BaseEvaluation):
                 f"prediction {prediction.id!r} has no trajectory; a reward input line needs task, source, response "
                 f"and completion (missing: {', '.join(missing or ['response'])})"
             )
+        try:
+            variant = task_variant(prediction.task or "")
+        except ValueError as error:
+            raise ValueError(f"prediction {prediction.id!r}: {error}") from None
         inputs = {
-            "task": prediction.task,
+            "task": variant,
             "source": prediction.source,
             "question": prediction.question,
             "response": prediction.response,

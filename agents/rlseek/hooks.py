@@ -27,7 +27,9 @@ def detect_command(
     run: AgentRun,
     source: Annotated[Path, typer.Option("--source", help="The grounding text (data-to-text: a JSON file).")],
     response: Annotated[Path, typer.Option("--response", help="The text to check.")],
-    task: Annotated[str, typer.Option("--task", help="summary, qa, data-to-text or claim.")] = "summary",
+    task: Annotated[
+        str, typer.Option("--task", help="summary, qa, data-to-text or claim (or RAGTruth's Summary, QA, Data2txt).")
+    ] = "summary",
     question: Annotated[str | None, typer.Option("--question", help="The question (qa).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
@@ -87,7 +89,16 @@ def _record(source: Path, response: Path, task: str, question: str | None) -> An
     from pydantic import ValidationError
 
     from evigraph.agents.rlseek.data import RLSeekRecord
+    from evigraph.agents.rlseek.schemas import task_variant
 
+    try:
+        variant = task_variant(task)
+    except ValueError as error:
+        raise ConfigError(f"--task: {error}", source="--task") from None
+    if question is not None and not question.strip():
+        raise ConfigError("empty or blank", source="--question")
+    if variant == "qa" and question is None:
+        raise ConfigError("the qa task checks an answer to a question: give the question", source="--question")
     texts = {}
     for flag, path in (("--source", source), ("--response", response)):
         try:
@@ -95,13 +106,13 @@ def _record(source: Path, response: Path, task: str, question: str | None) -> An
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"{flag} {path}: {error}", source=flag) from None
     body: str | dict[str, Any] = texts["--source"]
-    if task == "data-to-text":
+    if variant == "data-to-text":
         try:
             body = json.loads(texts["--source"])
         except json.JSONDecodeError as error:
             raise ConfigError(f"--source {source}: a data-to-text source must be a JSON object ({error})") from None
     try:
-        return RLSeekRecord(id="detect", task=task, source=body, response=texts["--response"], question=question)  # type: ignore[arg-type]
+        return RLSeekRecord(id="detect", task=task, source=body, response=texts["--response"], question=question)
     except ValidationError as error:
         from evigraph.jsonl import format_validation_error
 

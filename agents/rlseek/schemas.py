@@ -8,9 +8,11 @@ from typing import Annotated, Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from evigraph.inputs import NOT_BLANK, NonBlank
 from evigraph.trajectory import Trajectory
 
 __all__ = (
+    "RAGTRUTH_TASKS",
     "TASKS",
     "DetectedSpan",
     "PromptVariant",
@@ -22,12 +24,38 @@ __all__ = (
     "RLSeekResult",
     "ReasoningStep",
     "Span",
+    "TaskName",
     "TaskType",
+    "task_variant",
 )
 
 TaskType = Literal["summary", "qa", "data-to-text", "claim"]
 """The four prompt variants (§2.1): RAGTruth's Summary, QA and Data2txt, and the claim (NewsSum) variant."""
 TASKS: tuple[TaskType, ...] = ("summary", "qa", "data-to-text", "claim")
+RAGTRUTH_TASKS: Mapping[str, TaskType] = {"Summary": "summary", "QA": "qa", "Data2txt": "data-to-text"}
+"""RAGTruth's ``task_type`` names → our prompt variant."""
+_VARIANTS: Mapping[str, TaskType] = {
+    **{t: t for t in TASKS},
+    **{name.lower(): variant for name, variant in RAGTRUTH_TASKS.items()},
+}
+
+TaskName = Annotated[str, Field(min_length=1)]
+"""A task as a data file names it (any non-empty string: ``QA``, ``summary``, another set's own names). Scores
+are reported per name as given; only a run maps it to a prompt variant (:func:`task_variant`)."""
+
+
+def task_variant(name: str) -> TaskType:
+    """The prompt variant a run uses for the task ``name``: ours or RAGTruth's names, in any letter case.
+
+    Raises:
+        ValueError: an unknown name; the message lists the known ones.
+    """
+    variant = _VARIANTS.get(name.lower())
+    if variant is None:
+        known = ", ".join([*TASKS, *RAGTRUTH_TASKS])
+        raise ValueError(f"unknown task {name!r} for a run: expected one of {known} (any letter case)")
+    return variant
+
 
 PromptVariant = Literal["seek", "cot"]
 """``seek``: every verification step quotes the source first (RLSeek); ``cot``: the plain step-by-step
@@ -77,8 +105,8 @@ class RLSeekInputs(TypedDict, total=False):
 
     id: str
     task: Required[TaskType]
-    source: Required[str | dict[str, Any]]
-    response: Required[str]
+    source: Required[Annotated[str | dict[str, Any], NOT_BLANK]]
+    response: Required[NonBlank]
     question: str | None
     gold: dict[str, Any] | None
 

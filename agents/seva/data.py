@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,7 +30,7 @@ from evigraph.agents.seva.schemas import ATTRIBUTABLE, NOT_ATTRIBUTABLE, SevaGol
 from evigraph.errors import ConfigError, InputDataError
 from evigraph.jsonl import format_validation_error, iter_json_objects
 
-__all__ = ("Loaded", "SevaRecord", "load_seva_records", "record_from_mapping")
+__all__ = ("Loaded", "SevaRecord", "load_seva_records", "record_from_mapping", "release_format")
 
 _WICE_LABELS = {"supported": ATTRIBUTABLE, "partially_supported": NOT_ATTRIBUTABLE, "not_supported": NOT_ATTRIBUTABLE}
 _VERI_R1_LABELS = {
@@ -138,14 +138,26 @@ def _veri_r1(data: Mapping[str, Any]) -> SevaRecord | str:
     )
 
 
+def release_format(data: Mapping[str, Any]) -> Literal["wice-retrieval", "wice-oracle", "veri-r1"] | None:
+    """Which public release a line comes from, judged by its keys (``None``: our own format)."""
+    if "supporting_sentences" in data:
+        return "wice-retrieval"
+    if "evidence" in data and isinstance(data.get("meta"), Mapping) and "claim" in data:
+        return "wice-oracle"
+    if "golden_answers" in data:
+        return "veri-r1"
+    return None
+
+
 def record_from_mapping(data: Mapping[str, Any], rows: Counter[str] | None = None) -> SevaRecord | str:
     """One line as a record, or the reason it is skipped (``rows`` numbers WiCE oracle rows per claim across a
     file). Raises ValueError/KeyError naming a bad field."""
-    if "supporting_sentences" in data:
+    release = release_format(data)
+    if release == "wice-retrieval":
         return _wice_retrieval(data)
-    if "evidence" in data and isinstance(data.get("meta"), Mapping) and "claim" in data:
+    if release == "wice-oracle":
         return _wice_oracle(data, rows if rows is not None else Counter())
-    if "golden_answers" in data:
+    if release == "veri-r1":
         return _veri_r1(data)
     for key in ("id", "claim", "source"):
         if key not in data:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, model_validator
 
-from evigraph.agents.seva.data import SevaRecord, load_seva_records
+from evigraph.agents.seva.data import SevaRecord, load_seva_records, release_format
 from evigraph.agents.seva.labels import normalize_label
 from evigraph.agents.seva.metrics import (
     LabelMetrics,
@@ -184,7 +184,7 @@ def _is_record_file(path: Path) -> bool:
     from evigraph.jsonl import iter_json_objects
 
     for _, data in iter_json_objects(path):
-        if "supporting_sentences" in data or "golden_answers" in data:
+        if release_format(data) is not None:  # WiCE (either layout) or Veri-R1, as released
             return True
         has_pair = isinstance(data.get("claim"), str) and isinstance(data.get("source"), str)
         return has_pair and "completion" not in data and "output" not in data

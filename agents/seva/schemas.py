@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evigraph.inputs import NonBlank
 from evigraph.trajectory import Trajectory
 
 __all__ = (
@@ -105,8 +106,8 @@ class SevaInputs(TypedDict, total=False):
     (``{"label": "Attributable" | "Not Attributable"}``), which makes the run carry its reward."""
 
     id: str
-    claim: Required[str]
-    source: Required[str]
+    claim: Required[NonBlank]
+    source: Required[NonBlank]
     gold: dict[str, Any]
 
 

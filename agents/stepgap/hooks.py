@@ -1,7 +1,8 @@
 """StepGap's own command: ``evigraph check TRACE.json`` (one trace, per-step labels and pipeline paths).
 
 ``eval``, ``score`` and ``reward`` come from the agent's contract; the flags (``--config``, ``--generator.*`` for
-the judge, the config's fields, ``--nli``) from :mod:`evigraph.cli.kit`.
+the judge, the config's fields, ``--nli``) from :mod:`evigraph.cli.kit`. ``check`` runs the judge alone, so it
+refuses the flags of the Search-R1 generator's turns (their caps and budgets), whose values it could not use.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ err_console = Console(stderr=True)
 
 def read_trace(path: Path) -> Any:
     """A trace file: ``{"question", "steps": [...]}`` (:class:`~.schemas.Trace`), or ``{"question", "response"}``
-    with a flat Search-R1 transcript (information blocks inline), split into steps."""
+    with a flat Search-R1 transcript (information blocks inline), split into steps.
+
+    Raises:
+        InputDataError: the file is unreadable or not a trace, or its question or a step is empty or blank
+            (nothing to judge), naming the field.
+    """
     from pydantic import ValidationError
 
     from evigraph.agents.search_r1.steps import steps_from_text
@@ -37,20 +43,38 @@ def read_trace(path: Path) -> Any:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        raise InputDataError(str(path), None, f"cannot read: {error}") from None
+        raise InputDataError(str(path), 1, f"cannot read: {error}") from None
     except json.JSONDecodeError as error:
         raise InputDataError(str(path), error.lineno, f"not valid JSON ({error.msg})") from None
     if not isinstance(data, dict):
-        raise InputDataError(str(path), None, "expected one JSON object (a trace)")
+        raise InputDataError(str(path), 1, "expected one JSON object (a trace)")
     if "steps" not in data and isinstance(data.get("response"), str):
         data = {**data, "steps": [s.model_dump() for s in steps_from_text(data["response"])]}
     try:
-        return Trace.model_validate(data)
+        trace = Trace.model_validate(data)
     except ValidationError as error:
-        raise InputDataError(str(path), None, format_validation_error(error)) from None
+        raise InputDataError(str(path), 1, format_validation_error(error)) from None
+    if not trace.question.strip():
+        raise InputDataError(str(path), 1, "field question: empty or blank")
+    blank = next((i for i, step in enumerate(trace.steps) if not step.shown().strip()), None)
+    if blank is not None:
+        raise InputDataError(str(path), 1, f"field steps.{blank}: an empty step (no text, query or answer)")
+    return trace
 
 
-@agent_command(resources=("nli",))
+_JUDGE_ONLY = "check runs the judge alone"
+
+
+@agent_command(
+    resources=("nli",),
+    refuses={
+        "--generator.max-new-tokens": f"{_JUDGE_ONLY}, whose reply cap is --judge-max-new-tokens",
+        **{
+            flag: f"{_JUDGE_ONLY}; this is a setting of the Search-R1 generator's run"
+            for flag in ("--max-searches", "--top-k", "--max-information-tokens", "--repair-budget")
+        },
+    },
+)
 def check_command(
     run: AgentRun,
     trace_path: Annotated[Path, typer.Argument(help="Trace JSON: question and steps, or question and response.")],

@@ -3,11 +3,13 @@ step's check, the checker's config and the graphs' inputs and results."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evigraph.agents.stepgap.labels import REPAIR_ACTIONS, GapLabel, RepairAction, Stage, StepKind
+from evigraph.inputs import NonBlank
 from evigraph.trajectory import Evidence, Trajectory
 
 __all__ = (
@@ -226,6 +228,10 @@ class StepGapConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    inherit_from_generator: ClassVar[Mapping[str, str]] = {"max_new_tokens": "max_new_tokens"}
+    """The generator's per-turn cap follows ``--generator.max-new-tokens``, as every agent's turn cap does; the
+    judge's reply cap is its own, ``judge_max_new_tokens``."""
+
     judge_mode: JudgeMode = "single"
     """``single``: one structured call answers stages A–C; ``per_stage``: A, B and C as separate calls, each
     seeing only what its stage reads."""
@@ -260,7 +266,7 @@ class StepGapConfig(BaseModel):
     top_k: int = Field(5, ge=1)
     """Generator: passages per search (§2.1)."""
     max_new_tokens: int = Field(1024, ge=1)
-    """Generator: per-turn token cap (§9 #1)."""
+    """Generator: per-turn token cap (§9 #1); ``--generator.max-new-tokens`` sets it."""
     max_information_tokens: int = Field(768, ge=16)
     """Generator: cap on one rendered information block."""
     repair_budget: int = Field(2, ge=0)
@@ -310,7 +316,7 @@ class StepGapInputs(TypedDict, total=False):
     """What the StepGap rollout graph takes: ``question`` (required), ``id``, ``golds`` (answer aliases) and
     ``gold`` (the reward's gold, e.g. ``{"golds": [...]}``: the run's trajectory then carries the reward)."""
 
-    question: str
+    question: Required[NonBlank]
     id: str
     golds: list[str]
     gold: dict[str, Any]

@@ -38,10 +38,11 @@ def run_command(
 
     if run.config().offline:  # type: ignore[attr-defined]
         raise ConfigError("verify runs online; the offline variant needs given entries (evigraph eval --offline)")
+    inputs = run.inputs({"claim": claim})
     graph = run.graph(search=run.resource("search", default="demo"))
     context = run.context()
     with err_console.status("verifying ..."):
-        result = asyncio.run(graph.ainvoke({"claim": claim}, context=context))
+        result = asyncio.run(graph.ainvoke(inputs, context=context))
     trajectory, output = result["trajectory"], result["output"]
     if as_json:
         sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")

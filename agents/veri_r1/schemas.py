@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evigraph.agents.veri_r1.format_rules import FormatOptions
 from evigraph.agents.veri_r1.labels import Label
+from evigraph.inputs import NonBlank
 from evigraph.trajectory import Evidence, Trajectory
 
 __all__ = ("VeriR1Config", "VeriR1Inputs", "VeriR1Output", "VeriR1Result")
@@ -77,7 +78,7 @@ class VeriR1Inputs(TypedDict, total=False):
     """What the graph's ``ainvoke`` takes: ``claim`` (required), ``id``, ``evidence`` (the given entries of an
     offline run) and ``gold`` (``{"label", "evidence"}``; when given, the trajectory carries the rewards)."""
 
-    claim: str
+    claim: Required[NonBlank]
     id: str
     evidence: list[Evidence]
     gold: dict[str, Any]

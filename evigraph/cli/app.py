@@ -11,8 +11,9 @@ import asyncio
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,7 +26,10 @@ from evigraph.cli.options import ConfigOpt
 from evigraph.config import Settings, load_settings
 from evigraph.errors import EvigraphError
 
-__all__ = ("app", "build_app", "main")
+if TYPE_CHECKING:
+    from evigraph.registry import LoadedAgent
+
+__all__ = ("agent_cli_command", "app", "build_app", "main", "run")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -146,7 +150,16 @@ def _dispatch(hook: str, agent_name: str | None, args: list[str], *, prog: str |
         if agent_name is None:
             raise typer.Exit(2)
         return
-    agent = get_agent(agent_name).load()
+    command = agent_cli_command(get_agent(agent_name).load(), hook)
+    # Outside standalone mode click returns a command's exit code instead of exiting: pass it on.
+    exit_code = command.main(args=args, prog_name=prog or f"evigraph {hook} {agent_name}", standalone_mode=False)
+    if isinstance(exit_code, int) and exit_code:
+        raise typer.Exit(exit_code)
+
+
+def agent_cli_command(agent: LoadedAgent, hook: str) -> Any:
+    """The click command ``evigraph HOOK AGENT`` runs (``run``: the agent's verb): the agent's hook when it has
+    one, else the framework's command built from its contract (:mod:`evigraph.cli.agent_commands`)."""
     if hook in agent.hooks:
         function = agent.hooks[hook]
         if hasattr(function, "__agent_command__"):
@@ -156,12 +169,8 @@ def _dispatch(hook: str, agent_name: str | None, args: list[str], *, prog: str |
 
         function = contract_command(agent, hook)
     sub = typer.Typer(add_completion=False)
-    sub.command(name=agent_name)(function)
-    command = typer.main.get_command(sub)
-    # Outside standalone mode click returns a command's exit code instead of exiting: pass it on.
-    exit_code = command.main(args=args, prog_name=prog or f"evigraph {hook} {agent_name}", standalone_mode=False)
-    if isinstance(exit_code, int) and exit_code:
-        raise typer.Exit(exit_code)
+    sub.command(name=agent.name)(function)
+    return typer.main.get_command(sub)
 
 
 def _hook_command(hook: str, help_text: str) -> Any:
@@ -246,26 +255,48 @@ def build_app() -> typer.Typer:
 app = build_app()
 
 
-def main() -> None:
-    """Console entry point: library errors become one red line and exit code 2, not a traceback."""
+def _click_errors() -> tuple[type[Exception], ...]:
+    """click's exception base, and typer's: recent typer bundles its own click (``typer._click``), whose usage
+    errors are not ``click.ClickException``. Found through ``typer.BadParameter``, which is always the click
+    that typer parses with."""
+    found = {base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"}
     try:
-        exit_code = app(standalone_mode=False)
-    except EvigraphError as error:
-        err_console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
-        sys.exit(2)
-    except typer.Exit as exit_:
-        sys.exit(exit_.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except Exception as error:  # click usage errors carry their own exit codes
         import click
 
-        if isinstance(error, click.ClickException):
-            error.show()
-            sys.exit(error.exit_code)
-        raise
-    sys.exit(exit_code if isinstance(exit_code, int) else 0)
+        found.add(click.ClickException)
+    except ImportError:  # pragma: no cover - typer without click installed beside it
+        pass
+    return tuple(found)
+
+
+_CLICK_ERRORS = _click_errors()
+
+
+def run(
+    args: Sequence[str] | None = None, *, application: typer.Typer | None = None, prog_name: str | None = None
+) -> int:
+    """Run the CLI over ``args`` (default: the command line) and return its exit code. Library errors become one
+    red line and exit code 2; usage errors (an unknown flag, a missing argument, a bad value) the usage line
+    and the error, exit code 2; never a traceback."""
+    try:
+        exit_code = (application or app)(args=args, prog_name=prog_name, standalone_mode=False)
+    except EvigraphError as error:
+        err_console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
+        return 2
+    except typer.Exit as exit_:
+        return exit_.exit_code
+    except typer.Abort:
+        err_console.print("aborted")
+        return 130
+    except _CLICK_ERRORS as error:  # usage errors carry their own exit codes
+        error.show()  # type: ignore[attr-defined]
+        return error.exit_code  # type: ignore[attr-defined]
+    return exit_code if isinstance(exit_code, int) else 0
+
+
+def main() -> None:
+    """Console entry point: :func:`run` over the command line."""
+    sys.exit(run())
 
 
 if __name__ == "__main__":

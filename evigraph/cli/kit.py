@@ -15,15 +15,23 @@ for and of its options model, and calls it with an :class:`AgentRun` that turns 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
-from evigraph.cli.options import GENERATOR_OPTIONS, RESOURCE_OPTIONS, ConfigOpt, Option, model_options, renamed
+from evigraph.cli.options import (
+    GENERATOR_OPTIONS,
+    RESOURCE_OPTIONS,
+    ConfigOpt,
+    Option,
+    hidden,
+    model_options,
+    renamed,
+)
 from evigraph.errors import ConfigError
 from evigraph.jsonl import format_validation_error
 
@@ -56,6 +64,9 @@ class CommandSpec:
     """Whether the agent's config fields become flags."""
     model_flags: tuple[str, ...] = ()
     """Other names for the model flag in this command (``--teacher``); default ``--generator.model``/``--model``."""
+    refuses: Mapping[str, str] = field(default_factory=dict)
+    """Generated flags that cannot act in this command (``--generator.max-new-tokens`` where the cap is another
+    flag), each with what to use instead: giving one is an error, and ``--help`` leaves them out."""
 
 
 def text_or_file(value: str) -> str:
@@ -77,11 +88,12 @@ def agent_command(
     generator: bool = True,
     agent_config: bool = True,
     model_flags: Sequence[str] = (),
+    refuses: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Mark ``func`` as an agent command; :func:`bind_command` finishes it when it is dispatched."""
 
     def mark(func: Callable[..., None]) -> Callable[..., None]:
-        spec = CommandSpec(tuple(resources), options, generator, agent_config, tuple(model_flags))
+        spec = CommandSpec(tuple(resources), options, generator, agent_config, tuple(model_flags), dict(refuses or {}))
         func.__agent_command__ = spec  # type: ignore[attr-defined]
         return func
 
@@ -181,6 +193,17 @@ class AgentRun:
 
         return RunContext(generator=self.generator())
 
+    def inputs(self, values: Mapping[str, Any], *, schema: type | None = None) -> dict[str, Any]:
+        """``values`` as a graph input, checked against the agent's input schema (or ``schema``) before any model
+        loads: a required key missing or a text field empty or blank is a :class:`ConfigError` naming the field
+        (:func:`evigraph.inputs.check_inputs`)."""
+        from evigraph.inputs import check_inputs
+
+        schema = schema or self._require_agent().input_schema
+        if schema is not None:
+            check_inputs(schema, values)
+        return dict(values)
+
     def run_once(
         self,
         inputs: dict[str, Any],
@@ -190,14 +213,16 @@ class AgentRun:
         ok: Callable[[Any], bool] = lambda _output: True,
         status: str = "checking ...",
     ) -> None:
-        """An agent verb's one graph run: print the trajectory as JSON (``as_json``) or ``show(output)``; exit 1
-        when the run failed (the failure named on stderr) or ``ok(output)`` rejects what it concluded."""
+        """An agent verb's one graph run over ``inputs`` (checked first, :meth:`inputs`): print the trajectory as
+        JSON (``as_json``) or ``show(output)``; exit 1 when the run failed (the failure named on stderr) or
+        ``ok(output)`` rejects what it concluded."""
         import asyncio
         import sys
 
         import typer
         from rich.markup import escape
 
+        inputs = self.inputs(inputs)
         graph = self.graph()
         with err_console.status(status):
             result = asyncio.run(graph.ainvoke(inputs, context=self.context()))
@@ -246,7 +271,8 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
 
     Raises:
         ConfigError: a generated flag or parameter name collides with one of the command's own, or with
-            another generated one (e.g. an agent config field named like a command option).
+            another generated one (e.g. an agent config field named like a command option); the command refuses
+            a flag it does not have.
     """
     spec: CommandSpec = getattr(func, "__agent_command__", CommandSpec())
     own = [p for p in inspect.signature(func, eval_str=True).parameters.values() if p.name != RUN_PARAMETER]
@@ -260,6 +286,15 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
         generated += model_options(spec.options, prefix="options__", panel="Options")
     for resource in spec.resources:
         generated += RESOURCE_OPTIONS[resource]
+    refused: dict[str, tuple[str, str]] = {}  # option name -> (its flag, what to use instead)
+    for index, option in enumerate(generated):
+        flag = next((f for f in _flags(option.annotation) if f in spec.refuses), None)
+        if flag is not None:
+            refused[option.name] = (flag, spec.refuses[flag])
+            generated[index] = hidden(option)
+    unknown = set(spec.refuses) - {flag for flag, _ in refused.values()}
+    if unknown:
+        raise ConfigError(f"{func.__name__} refuses {', '.join(sorted(unknown))}, which it does not have")
 
     seen: dict[str, str] = {}
     declared = [(p.name, p.annotation) for p in own] + [(_CONFIG_PARAMETER, ConfigOpt)]
@@ -281,6 +316,9 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
         raise ConfigError(f"{func.__name__}: a parameter name collides with a generated one ({sorted(names)})")
 
     def command(**values: Any) -> None:
+        for name, (flag, instead) in refused.items():
+            if values[name] is not None:
+                raise ConfigError(f"not used by this command: {instead}", source=flag)
         overrides: dict[str, Any] = {}
         resource_flags: dict[str, dict[str, Any]] = {r: {} for r in spec.resources}
         option_values: dict[str, Any] = {}

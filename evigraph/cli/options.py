@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import types
 import typing
 from collections.abc import Collection, Sequence
@@ -25,6 +26,7 @@ __all__ = (
     "RESOURCE_OPTIONS",
     "ConfigOpt",
     "Option",
+    "hidden",
     "model_options",
     "renamed",
 )
@@ -54,6 +56,14 @@ def renamed(option: Option, flags: Sequence[str]) -> Option:
         Annotated[kind, typer.Option(*flags, help=info.help, rich_help_panel=info.rich_help_panel)],
         option.key,
     )
+
+
+def hidden(option: Option) -> Option:
+    """``option`` left out of ``--help`` (same flags, type and key): a flag a command refuses with a reason."""
+    kind, info = get_args(option.annotation)
+    shown = copy.copy(info)
+    shown.hidden = True
+    return Option(option.name, Annotated[kind, shown], option.key)
 
 
 def _option(name: str, kind: Any, flags: tuple[str, ...], help_text: str, panel: str, key: str) -> Option:
