@@ -15,13 +15,14 @@ its gold answers validate into. Component functions stay pure functions of typed
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from evigraph.trajectory import RewardComponent, Trajectory
 
-__all__ = ("AgentReward", "ConfigurableReward", "Rewards", "StepRewards")
+__all__ = ("AgentReward", "ConfigurableReward", "Rewards", "Scored", "StepRewards", "TrajectoryReward")
 
 
 class StepRewards(BaseModel):
@@ -55,6 +56,12 @@ class Rewards(BaseModel):
         if self.scalar not in names:
             raise ValueError(f"scalar {self.scalar!r} is not one of the components {names}")
         return self
+
+    @classmethod
+    def of(cls, values: Mapping[str, float], *, scalar: str, steps: Sequence[StepRewards] = ()) -> Rewards:
+        """Named component values (in their order), the scalar's name and any per-step values."""
+        components = tuple(RewardComponent(type=name, value=value) for name, value in values.items())
+        return cls(components=components, scalar=scalar, steps=tuple(steps))
 
     @property
     def value(self) -> float:
@@ -98,3 +105,42 @@ class ConfigurableReward(AgentReward, Protocol):
     options: type[BaseModel]
 
     def configure(self, options: BaseModel) -> AgentReward: ...
+
+
+Reading = TypeVar("Reading")
+Gold = TypeVar("Gold", bound=BaseModel)
+
+
+class Scored(NamedTuple):
+    """What a :class:`TrajectoryReward` scored: every component by name (the scalar's included, every sample the
+    same names) and, for a process reward, the per-step values."""
+
+    values: Mapping[str, float]
+    steps: Sequence[StepRewards] = ()
+
+
+class TrajectoryReward(Generic[Reading, Gold]):
+    """The one shape of an agent's reward object: the gold answer validated once, the trajectory read once, the
+    reading scored by the agent's pure component functions.
+
+    A subclass sets ``scalar``, ``gold_schema`` and ``__name__`` and writes :meth:`read` (what the trajectory
+    concluded: usually its last policy turn re-read against its own inputs, so a foreign system's completion
+    scores exactly like ours) and :meth:`score`.
+    """
+
+    scalar: ClassVar[str]
+    gold_schema: ClassVar[type[BaseModel]]
+    __name__: str
+
+    def read(self, trajectory: Trajectory) -> Reading:
+        """What ``trajectory`` concluded, as the components read it (never raises on model text)."""
+        raise NotImplementedError
+
+    def score(self, reading: Reading, gold: Gold, trajectory: Trajectory) -> Scored:
+        """The components of ``reading`` against ``gold`` (and per-step values of a process reward)."""
+        raise NotImplementedError
+
+    def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
+        target = gold if isinstance(gold, self.gold_schema) else self.gold_schema.model_validate(gold)
+        scored = self.score(self.read(trajectory), target, trajectory)  # type: ignore[arg-type]
+        return Rewards.of(scored.values, scalar=self.scalar, steps=scored.steps)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.agents.rlseek.detection import detect
 from evigraph.agents.rlseek.prompts import detection_guide, detection_prompt, render, requote_note
 from evigraph.agents.rlseek.schemas import RLSeekConfig, RLSeekInputs, RLSeekOutput, RLSeekResult
 from evigraph.agents.rlseek.scoring import REWARD
+from evigraph.agents.rlseek.verdict import detect
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
 from evigraph.graphs.context import RunScope

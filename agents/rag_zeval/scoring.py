@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from evigraph.agents.rag_zeval.parsing import read_evaluation
 from evigraph.agents.rag_zeval.prompts import show
@@ -23,10 +23,10 @@ from evigraph.agents.rag_zeval.rewards import (
     top1_accuracy,
 )
 from evigraph.agents.rag_zeval.schemas import LETTERS, RagZevalGold, RagZevalOutput
-from evigraph.rewards import Rewards
-from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
+from evigraph.rewards import Scored, TrajectoryReward
+from evigraph.trajectory import Trajectory, last_policy_turn
 
-__all__ = ("BEST_REWARD", "REWARD", "RagZevalReward", "exact_scores", "letters_of")
+__all__ = ("BEST_REWARD", "REWARD", "RagZevalReading", "RagZevalReward", "exact_scores", "letters_of")
 
 
 def letters_of(inputs: dict[str, Any]) -> tuple[str, ...]:
@@ -45,7 +45,16 @@ def exact_scores(output: RagZevalOutput) -> list[Fraction]:
     return [Fraction(c.supported, c.total) if c.total else Fraction(0) for c in output.candidates]
 
 
-class RagZevalReward:
+class RagZevalReading(NamedTuple):
+    """A trajectory as the reward reads it: the strict reading of its reply and what the run showed."""
+
+    output: RagZevalOutput
+    candidates: list[str]
+    reference: str
+    """The reference as shown (escaped), which evidence must come from."""
+
+
+class RagZevalReward(TrajectoryReward[RagZevalReading, RagZevalGold]):
     """The paper's reward (``ranking="full"``) or the "predict the best" ablation (``ranking="best"``)."""
 
     scalar = "reward"
@@ -57,13 +66,17 @@ class RagZevalReward:
         self.ranking = ranking
         self.__name__ = name
 
-    def __call__(self, trajectory: Trajectory, gold: RagZevalGold) -> Rewards:
+    def read(self, trajectory: Trajectory) -> RagZevalReading:
         inputs = trajectory.input
         candidates = [str(c) for c in inputs.get("candidates") or ()]
-        letters = letters_of(inputs)
         last = last_policy_turn(trajectory.segments)
         truncated = last is not None and last.finish_reason == "length"
-        output = read_evaluation(last.reply if last else "", letters, truncated=truncated)  # strict: no fallback
+        output = read_evaluation(last.reply if last else "", letters_of(inputs), truncated=truncated)  # strict
+        shown = show(str(inputs.get("question", "")), str(inputs.get("reference", "")), candidates)
+        return RagZevalReading(output, candidates, shown.reference)
+
+    def score(self, reading: RagZevalReading, gold: RagZevalGold, trajectory: Trajectory) -> Scored:
+        output, candidates = reading.output, reading.candidates
         if len(gold.alphas) != len(candidates):
             problems: tuple[str, ...] = (f"{len(gold.alphas)} gold alphas for {len(candidates)} candidates",)
         else:
@@ -73,22 +86,20 @@ class RagZevalReward:
         if r_f == 0.0:
             rank = ranking_accuracy if self.ranking == "full" else top1_accuracy
             r_a = rank(exact_scores(output), gold.alphas)
-        shown = show(str(inputs.get("question", "")), str(inputs.get("reference", "")), candidates)
         # A reply that passes the gate has exactly the shown ids and only well-typed claims: its claims' evidence
         # is every evidence string of the reply (§3.2, O16).
         evidence = [e for c in output.candidates for claim in c.claims for e in claim.grounding_evidence]
-        r_e = evidence_reward(evidence, shown.reference) if r_f == 0.0 else 0.0
+        r_e = evidence_reward(evidence, reading.reference) if r_f == 0.0 else 0.0
         counts: Sequence[int] = [c.total for c in output.candidates]
-        components = {
-            "format": r_f,
-            "evidence": r_e,
-            "accuracy": float(r_a),
-            "reward": combined_reward(r_f, r_a, r_e),
-            "claims": sum(counts) / len(counts) if counts else 0.0,
-            "format_failure": float(r_f != 0.0),
-        }
-        return Rewards(
-            components=tuple(RewardComponent(type=k, value=v) for k, v in components.items()), scalar=self.scalar
+        return Scored(
+            {
+                "format": r_f,
+                "evidence": r_e,
+                "accuracy": float(r_a),
+                "reward": combined_reward(r_f, r_a, r_e),
+                "claims": sum(counts) / len(counts) if counts else 0.0,
+                "format_failure": float(r_f != 0.0),
+            }
         )
 
 

@@ -1,7 +1,7 @@
 """RLSeek: quote-then-judge hallucination span detection (specs/rlseek.md).
 
 Pieces: :mod:`.protocol` (the ``<quote>`` tag), :mod:`.schemas` (config, inputs, the detection), :mod:`.prompts`
-(the four task variants, escaping), :mod:`.parsing` (rules P1-P5), :mod:`.detection` (a completion to a
+(the four task variants, escaping), :mod:`.parsing` (rules P1-P5), :mod:`.verdict` (a completion to a
 detection, quotes checked against the source), :mod:`.spans`, :mod:`.rewards` (pure §3 components),
 :mod:`.scoring` (the reward objects), :mod:`.metrics` (§4), :mod:`.data` (records, RAGTruth and FaithBench),
 :mod:`.evaluation` (the adapter), :mod:`.hooks` (``evigraph detect``, ``evigraph prepare rlseek``). The graph is

@@ -9,12 +9,12 @@ the penalty), placed on the step's token span for dense credit.
 
 from __future__ import annotations
 
-from evigraph.agents.rlseek.detection import detect
 from evigraph.agents.rlseek.prompts import render
 from evigraph.agents.rlseek.rewards import final_reward, quotation_penalty, span_reward, step_penalties
 from evigraph.agents.rlseek.schemas import TASKS, RLSeekGold, RLSeekOutput
-from evigraph.rewards import Rewards, StepRewards
-from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
+from evigraph.agents.rlseek.verdict import detect
+from evigraph.rewards import Scored, StepRewards, TrajectoryReward
+from evigraph.trajectory import Trajectory, last_policy_turn
 
 __all__ = ("REWARD", "SPAN_ONLY_REWARD", "RLSeekReward", "detection_of")
 
@@ -39,7 +39,7 @@ def detection_of(trajectory: Trajectory) -> RLSeekOutput:
     )
 
 
-class RLSeekReward:
+class RLSeekReward(TrajectoryReward[RLSeekOutput, RLSeekGold]):
     """``r_final = r_span - r_penalty`` (``penalty=False``: the "w/o Penalty" ablation, ``final = r_span``)."""
 
     scalar = "final"
@@ -54,8 +54,10 @@ class RLSeekReward:
         """The sample's gold is the negative (non-hallucinated) class: CAPO's ``alpha`` applies to it."""
         return not gold.spans
 
-    def __call__(self, trajectory: Trajectory, gold: RLSeekGold) -> Rewards:
-        output = detection_of(trajectory)
+    def read(self, trajectory: Trajectory) -> RLSeekOutput:
+        return detection_of(trajectory)
+
+    def score(self, output: RLSeekOutput, gold: RLSeekGold, trajectory: Trajectory) -> Scored:
         span = span_reward(
             [(s.start, s.end) for s in output.spans],
             gold.spans,
@@ -63,32 +65,29 @@ class RLSeekReward:
             listed=bool(output.raw_list),
             parse_ok=output.parse_ok,
         )
-        overlaps = [[(q.lcs, q.length) for q in output.quotes if q.step == step.index] for step in output.steps]
+        overlaps = _overlaps(output)
         penalty = quotation_penalty([o for step in overlaps for o in step], valid=output.quotes_valid)
-        components = {
+        values = {
             "span": span,
             "penalty": penalty,
             "final": final_reward(span, penalty if self.penalty else 0.0),
             "parse_ok": float(output.parse_ok),
             "quotes_valid": float(output.quotes_valid),
         }
+        if not self.penalty:
+            return Scored(values)
         shares = step_penalties(overlaps, broken=[bool(s.problems) for s in output.steps])
         spans = {s.index: s.token_span for s in trajectory.steps if s.kind == "verify"}
-        steps = (
-            tuple(
-                StepRewards(
-                    index=step.index, token_span=spans.get(step.index), values={"quote": -share if share else 0.0}
-                )
-                for step, share in zip(output.steps, shares, strict=True)
-            )
-            if self.penalty
-            else ()
+        steps = tuple(
+            StepRewards(index=step.index, token_span=spans.get(step.index), values={"quote": -share if share else 0.0})
+            for step, share in zip(output.steps, shares, strict=True)
         )
-        return Rewards(
-            components=tuple(RewardComponent(type=k, value=v) for k, v in components.items()),
-            scalar=self.scalar,
-            steps=steps,
-        )
+        return Scored(values, steps)
+
+
+def _overlaps(output: RLSeekOutput) -> list[list[tuple[int, int]]]:
+    """Per step, its quotes' ``(LCS, length)`` pairs."""
+    return [[(q.lcs, q.length) for q in output.quotes if q.step == step.index] for step in output.steps]
 
 
 REWARD = RLSeekReward()

@@ -8,15 +8,15 @@ scalar), ``format``, ``alignment``, ``chain``, ``label``, ``diagnosis``, ``confi
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.agents.seva.rewards import RewardWeights, binary_reward, process_reward
 from evigraph.agents.seva.schemas import SevaGold, SevaOutput
 from evigraph.agents.seva.verdict import read_verdict
-from evigraph.rewards import Rewards
-from evigraph.trajectory import RewardComponent, Trajectory, last_policy_turn
+from evigraph.rewards import Scored, TrajectoryReward
+from evigraph.trajectory import Trajectory, last_policy_turn
 
 __all__ = ("BINARY_REWARD", "REWARD", "SevaReward", "SevaRewardOptions", "verdict_of")
 
@@ -43,7 +43,7 @@ class SevaRewardOptions(BaseModel):
     """Rescale the outcome part per gold label so the expected-reward break-even sits at p = 0.5 (§3.12 fix)."""
 
 
-class SevaReward:
+class SevaReward(TrajectoryReward[SevaOutput, SevaGold]):
     """The five-component process reward with calibration (``kind="process"``), or the binary ablation."""
 
     scalar = "reward"
@@ -58,9 +58,10 @@ class SevaReward:
     def configure(self, options: BaseModel) -> SevaReward:
         return SevaReward(self.kind, SevaRewardOptions.model_validate(options.model_dump()))
 
-    def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
-        gold = gold if isinstance(gold, SevaGold) else SevaGold.model_validate(gold)
-        verdict = verdict_of(trajectory)
+    def read(self, trajectory: Trajectory) -> SevaOutput:
+        return verdict_of(trajectory)
+
+    def score(self, verdict: SevaOutput, gold: SevaGold, trajectory: Trajectory) -> Scored:
         parts = process_reward(
             verdict.parsed,
             gold.label,
@@ -68,12 +69,9 @@ class SevaReward:
             label_normalized=self.settings.label_normalized,
         )
         scalar = binary_reward(verdict.parsed, gold.label) if self.kind == "binary" else parts.total
-        values = {
-            "reward": scalar,
-            **parts.model_dump(exclude={"total", "parse_ok"}),
-            "parse_ok": float(parts.parse_ok),
-        }
-        return Rewards(components=tuple(RewardComponent(type=k, value=v) for k, v in values.items()), scalar="reward")
+        return Scored(
+            {"reward": scalar, **parts.model_dump(exclude={"total", "parse_ok"}), "parse_ok": float(parts.parse_ok)}
+        )
 
 
 REWARD = SevaReward()

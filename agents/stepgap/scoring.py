@@ -13,14 +13,14 @@ preceding label then stays the previous one.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evigraph.agents.stepgap.labels import GAP_LABELS
 from evigraph.agents.stepgap.rewards import Preset, RewardStep, em_reward, score_trace
-from evigraph.rewards import Rewards, StepRewards
-from evigraph.trajectory import RewardComponent, Trajectory
+from evigraph.rewards import Scored, StepRewards, TrajectoryReward
+from evigraph.trajectory import Trajectory
 
 __all__ = ("REWARD", "TYPED_PRESETS", "RewardGold", "StepGapReward", "StepGapRewardOptions", "reward_steps")
 
@@ -75,7 +75,19 @@ def reward_steps(trajectory: Trajectory) -> tuple[list[RewardStep], list[int]]:
     return steps, indices
 
 
-class StepGapReward:
+class CheckedRun(NamedTuple):
+    """A checked trajectory as the reward reads it."""
+
+    answer: Any
+    steps: list[RewardStep]
+    indices: list[int]
+    """Each reward step's index in ``trajectory.steps``."""
+    binary: bool
+    """The checker only told gap from no gap."""
+    variant: str
+
+
+class StepGapReward(TrajectoryReward[CheckedRun, RewardGold]):
     """``R = r_EM + λ·Σ_i [r_base(τ_i) + r_shape(τ_{i−1}, s_i)]`` with the dense per-step values."""
 
     __name__ = "stepgap_return"
@@ -89,19 +101,23 @@ class StepGapReward:
     def configure(self, options: BaseModel) -> StepGapReward:
         return StepGapReward(StepGapRewardOptions.model_validate(options.model_dump()))
 
-    def __call__(self, trajectory: Trajectory, gold: Any) -> Rewards:
-        gold = gold if isinstance(gold, RewardGold) else RewardGold.model_validate(gold)
-        answer = (trajectory.output or {}).get("answer")
-        em = gold.em if gold.em is not None else em_reward(answer, gold.golds)
-        checks = (trajectory.output or {}).get("checks") or {}
-        if checks.get("binary") and self.settings.preset in TYPED_PRESETS:
+    def read(self, trajectory: Trajectory) -> CheckedRun:
+        output = trajectory.output or {}
+        checks = output.get("checks") or {}
+        steps, indices = reward_steps(trajectory)
+        return CheckedRun(
+            output.get("answer"), steps, indices, bool(checks.get("binary")), checks.get("variant", "binary")
+        )
+
+    def score(self, run: CheckedRun, gold: RewardGold, trajectory: Trajectory) -> Scored:
+        em = gold.em if gold.em is not None else em_reward(run.answer, gold.golds)
+        if run.binary and self.settings.preset in TYPED_PRESETS:
             raise ValueError(
-                f"the {checks.get('variant', 'binary')} checker only tells gap from no gap; a typed preset "
+                f"the {run.variant} checker only tells gap from no gap; a typed preset "
                 f"({self.settings.preset}) needs typed labels (use binary_gap or untyped_dense)"
             )
-        steps, indices = reward_steps(trajectory)
-        spans = [trajectory.steps[i].token_span for i in indices]
-        scored = score_trace(em, steps, preset=self.settings.preset, lam=self.settings.lam)
+        spans = [trajectory.steps[i].token_span for i in run.indices]
+        scored = score_trace(em, run.steps, preset=self.settings.preset, lam=self.settings.lam)
         lam = self.settings.lam
         per_step = tuple(
             StepRewards(
@@ -109,15 +125,15 @@ class StepGapReward:
                 token_span=span,
                 values={"base": s.base, "shape": s.shape, "bracket": lam * s.bracket, "dense": em + lam * s.bracket},
             )
-            for i, span, s in zip(indices, spans, scored.steps, strict=True)
+            for i, span, s in zip(run.indices, spans, scored.steps, strict=True)
         )
-        components = (
-            RewardComponent(type="return", value=scored.total),
-            RewardComponent(type="em", value=float(em)),
-            RewardComponent(type="base", value=sum(s.base for s in scored.steps)),
-            RewardComponent(type="shape", value=sum(s.shape for s in scored.steps)),
-        )
-        return Rewards(components=components, scalar="return", steps=per_step)
+        values = {
+            "return": scored.total,
+            "em": float(em),
+            "base": sum(s.base for s in scored.steps),
+            "shape": sum(s.shape for s in scored.steps),
+        }
+        return Scored(values, per_step)
 
 
 REWARD = StepGapReward()

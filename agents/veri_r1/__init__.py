@@ -1,7 +1,7 @@
 """Veri-R1: online claim verification with a search tool (specs/veri-r1.md).
 
 Pieces: :mod:`.prompts` (online/offline prompts, environment notes), :mod:`.actions` (turn routing),
-:mod:`.answer` (answer grammar), :mod:`.format_rules` (F1–F8), :mod:`.rewards` (pure reward functions),
+:mod:`.parsing` (the answer grammar), :mod:`.format_rules` (F1–F8), :mod:`.rewards` (pure reward functions),
 :mod:`.metrics` (evaluation), :mod:`.scoring` (the rewards behind the framework's signature), :mod:`.verdict`
 (what a run concluded), :mod:`.evaluation` (the eval adapter), :mod:`.gold` and :mod:`.data` (input files),
 :mod:`.hooks` (``verify`` and ``filter``), :mod:`.stepgap_trace` (a run read as StepGap's trace, for mixed

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.agents.veri_r1.answer import scored_text
 from evigraph.agents.veri_r1.data import ClaimRecord, claim_record_from_mapping
 from evigraph.agents.veri_r1.format_rules import split_response
 from evigraph.agents.veri_r1.gold import GoldRecord, read_gold
@@ -25,6 +24,7 @@ from evigraph.agents.veri_r1.metrics import (
     prediction_from_response,
     score_instance,
 )
+from evigraph.agents.veri_r1.parsing import scored_text
 from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
 from evigraph.errors import ConfigError
 from evigraph.evaluation.adapter import BaseEvaluation

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.agents.veri_r1.answer import parse_answer_body
+from evigraph.agents.veri_r1.parsing import parse_answer_body
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.protocol.tags import WHITESPACE, Block, ParsedText
 from evigraph.trajectory import EOS_MARKER, Segment

@@ -16,7 +16,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.agents.veri_r1.answer import parse_answer, parse_answer_compat, scored_text
 from evigraph.agents.veri_r1.confidence import HIGH_CONFIDENCE, LOW_CONFIDENCE, confidence_tier
 from evigraph.agents.veri_r1.format_rules import (
     FormatOptions,
@@ -26,6 +25,7 @@ from evigraph.agents.veri_r1.format_rules import (
 )
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence
 from evigraph.agents.veri_r1.labels import GOLD_LABELS, GoldLabel, Label, label_matches, normalize_id, relaxes_evidence
+from evigraph.agents.veri_r1.parsing import parse_answer, parse_answer_compat, scored_text
 from evigraph.agents.veri_r1.rewards import compat_eval_reward, compat_label_correct, evidence_iou, final_reward
 from evigraph.metrics import confusion, mean
 

@@ -1,7 +1,7 @@
 """Veri-R1's tag protocol (specs/veri-r1.md §2.1): plan / search / information / think / answer.
 
 One declaration renders the prompt's tag list, parses turns, routes them, gives the stop strings and escapes
-retrieved text. The answer grammar (:mod:`.answer`) and the F1–F8 checklist (:mod:`.format_rules`) build on it.
+retrieved text. The answer grammar (:mod:`.parsing`) and the F1–F8 checklist (:mod:`.format_rules`) build on it.
 """
 
 from __future__ import annotations

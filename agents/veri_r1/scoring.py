@@ -12,7 +12,7 @@ from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence
 from evigraph.agents.veri_r1.metrics import Prediction, prediction_from_response
 from evigraph.agents.veri_r1.rewards import compat_training_reward, final_reward
 from evigraph.agents.veri_r1.schemas import VeriR1Output
-from evigraph.rewards import Rewards
+from evigraph.rewards import Scored, TrajectoryReward
 from evigraph.trajectory import Trajectory
 
 __all__ = ("COMPAT_TRAINING_REWARD", "FINAL_REWARD", "VeriR1Reward", "prediction_of_trajectory")
@@ -28,7 +28,7 @@ def prediction_of_trajectory(trajectory: Trajectory, *, compat: bool = False) ->
     return prediction_from_response(trajectory.id, trajectory.response, compat=compat)
 
 
-class VeriR1Reward:
+class VeriR1Reward(TrajectoryReward[Prediction, GoldRecord]):
     """``R = R_label · w_validity + R_evidence + R_format`` (spec §3.5), or with ``compat=True`` the reference's
     training reward (research notes §1.3). Components ``label``, ``validity``, ``evidence``, ``format``,
     ``total``; the scalar is ``total``.
@@ -51,8 +51,10 @@ class VeriR1Reward:
         self.compat = compat
         self.__name__ = "veri_r1_compat_training" if compat else "veri_r1_final"
 
-    def __call__(self, trajectory: Trajectory, gold: GoldRecord) -> Rewards:
-        prediction = prediction_of_trajectory(trajectory, compat=self.compat)
+    def read(self, trajectory: Trajectory) -> Prediction:
+        return prediction_of_trajectory(trajectory, compat=self.compat)
+
+    def score(self, prediction: Prediction, gold: GoldRecord, trajectory: Trajectory) -> Scored:
         reward = compat_training_reward if self.compat else final_reward
         breakdown = reward(
             pred_label=prediction.label,
@@ -61,7 +63,7 @@ class VeriR1Reward:
             gold_evidence=gold_evidence(gold, compat=self.compat),
             format_ok=prediction.format_ok,
         )
-        return Rewards(components=tuple(breakdown.components()), scalar=self.scalar)
+        return Scored({c.type: c.value for c in breakdown.components()})
 
     def __repr__(self) -> str:
         return f"VeriR1Reward(compat={self.compat})"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from evigraph.agents.veri_r1.answer import parse_answer
 from evigraph.agents.veri_r1.confidence import label_token_probability
 from evigraph.agents.veri_r1.format_rules import check_format
 from evigraph.agents.veri_r1.labels import normalize_id
+from evigraph.agents.veri_r1.parsing import parse_answer
 from evigraph.agents.veri_r1.schemas import VeriR1Config, VeriR1Output
 from evigraph.trajectory import Segment
 

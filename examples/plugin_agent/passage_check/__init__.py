@@ -16,6 +16,6 @@ SPEC = AgentSpec(
     graph_builder="passage_check.graph:build_passage_check_graph",
     input_schema="passage_check.schemas:PassageCheckInputs",
     output_schema="passage_check.schemas:PassageCheckResult",
-    rewards={"correct": "passage_check.rewards:REWARD"},
+    rewards={"correct": "passage_check.scoring:REWARD"},
     evaluation="passage_check.evaluation:EVALUATION",
 )

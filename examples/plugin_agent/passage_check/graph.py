@@ -16,8 +16,8 @@ from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_
 from evigraph.trajectory import Segment
 from passage_check.prompts import prompt
 from passage_check.protocol import PROTOCOL
-from passage_check.rewards import REWARD
 from passage_check.schemas import PassageCheckConfig, PassageCheckInputs, PassageCheckResult
+from passage_check.scoring import REWARD
 from passage_check.verdict import read_verdict
 
 __all__ = ("build_passage_check_graph",)

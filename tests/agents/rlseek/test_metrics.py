@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from evigraph.agents.rlseek.detection import detect
 from evigraph.agents.rlseek.metrics import (
     PRF,
     count_detection,
@@ -23,6 +22,7 @@ from evigraph.agents.rlseek.metrics import (
     word_subsequence_overlap,
     words,
 )
+from evigraph.agents.rlseek.verdict import detect
 
 T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
 D = "The Eiffel Tower was completed in 1889. It is 330 metres tall."

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evigraph.agents.rlseek.detection import detect
 from evigraph.agents.rlseek.parsing import final_list, locate_spans, reasoning_steps, strip_span_string
 from evigraph.agents.rlseek.prompts import detection_prompt, render
+from evigraph.agents.rlseek.verdict import detect
 
 T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
 

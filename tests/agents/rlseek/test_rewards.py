@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from evigraph.agents.rlseek.detection import QuoteScorer, detect
 from evigraph.agents.rlseek.rewards import final_reward, quotation_penalty, span_reward, step_penalties
+from evigraph.agents.rlseek.verdict import QuoteScorer, detect
 
 T = "The Eiffel Tower is 330 metres tall and was completed in 1899."
 D = "The Eiffel Tower was completed in 1889. It is 330 metres tall."

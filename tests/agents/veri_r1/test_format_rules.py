@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from evigraph.agents.veri_r1.answer import parse_answer
 from evigraph.agents.veri_r1.format_rules import (
     FormatOptions,
     check_format,
@@ -13,6 +12,7 @@ from evigraph.agents.veri_r1.format_rules import (
     information_ids,
     split_response,
 )
+from evigraph.agents.veri_r1.parsing import parse_answer
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from evigraph.trajectory import Segment
 from tests.agents.veri_r1.fragments import PROTOCOL_TEXT

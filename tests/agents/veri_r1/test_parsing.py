@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from evigraph.agents.veri_r1.answer import answer_bodies, parse_answer, parse_answer_compat
 from evigraph.agents.veri_r1.labels import (
     label_matches,
     normalize_gold_label,
     normalize_id,
     relaxes_evidence,
 )
+from evigraph.agents.veri_r1.parsing import answer_bodies, parse_answer, parse_answer_compat
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
 from tests.agents.veri_r1.fragments import PROTOCOL_TEXT
 
