@@ -19,23 +19,19 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import model_validator
 
 from evigraph.agents.rag_zeval.metrics import RankingMetrics, ranking_metrics
 from evigraph.agents.rag_zeval.schemas import RagZevalGold, RagZevalOutput, RankedSet, ReferenceKind
 from evigraph.agents.rag_zeval.scoring import exact_scores
-from evigraph.evaluation.adapter import BaseEvaluation, RunRecord
+from evigraph.evaluation.adapter import BaseEvaluation, GoldLine, PredictionLine
 from evigraph.trajectory import Segment, Trajectory
 
 __all__ = ("EVALUATION", "RagZevalEvalReport", "RagZevalEvaluation", "RagZevalGoldLine", "RagZevalPrediction")
 
 
-class RagZevalGoldLine(RagZevalGold):
+class RagZevalGoldLine(GoldLine, RagZevalGold):
     """One gold line: the candidates' alphas in the record's candidate order."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
-
-    id: str
 
     @model_validator(mode="before")
     @classmethod
@@ -53,9 +49,12 @@ class RagZevalRecord(RankedSet):
         return RagZevalGoldLine(id=self.id, alphas=tuple(c.alpha for c in self.candidates))
 
 
-class RagZevalPrediction(RunRecord):
+class RagZevalPrediction(PredictionLine):
     """A prediction to score or reward: ours (``output``) or another system's (``scores``; for ``reward``,
     ``completion`` with the run's inputs)."""
+
+    output_model = RagZevalOutput
+    answer_fields = ("scores",)
 
     scores: list[float] | None = None
     question: str | None = None
@@ -63,22 +62,11 @@ class RagZevalPrediction(RunRecord):
     candidates: list[str] | None = None
     letters: list[str] | None = None
     kind: ReferenceKind = "faithfulness"
-    completion: str | None = None
-    evaluation: RagZevalOutput | None = Field(None, exclude=True)
-
-    @model_validator(mode="after")
-    def _read(self) -> RagZevalPrediction:
-        if self.output is not None and self.error is None:
-            self.evaluation = RagZevalOutput.model_validate(self.output)
-        ours = self.evaluation is not None or self.error is not None or self.trajectory is not None
-        if not (ours or self.scores is not None or self.completion is not None):
-            raise ValueError("field scores: missing (a prediction needs 'scores', or our eval line's 'output')")
-        return self
 
     def exact(self) -> list[Fraction] | None:
         """Scores as exact fractions (``None``: the run failed, every candidate counts as 0)."""
-        if self.evaluation is not None:
-            return exact_scores(self.evaluation)
+        if self.parsed_output is not None:
+            return exact_scores(self.parsed_output)
         if self.scores is not None:
             return [Fraction(str(s)) for s in self.scores]
         return None
@@ -139,8 +127,8 @@ class RagZevalEvaluation(BaseEvaluation):
                     f"prediction {prediction.id!r}: {len(scores)} scores for {len(gold.alphas)} gold candidates"
                 )
             instances.append((scores, gold.alphas))
-        ours = [p for p, _ in pairs if p.evaluation is not None or p.error is not None or p.trajectory is not None]
-        outputs = [p.evaluation for p in ours if p.evaluation is not None]
+        ours = [p for p, _ in pairs if p.ours]
+        outputs = [p.parsed_output for p in ours if p.parsed_output is not None]
         rewards = [p.rewards for p in ours if p.rewards]
         claims = [c.total for o in outputs for c in o.candidates]
         modes: dict[str, int] = {}

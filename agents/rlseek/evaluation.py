@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from evigraph.agents.rlseek.data import RLSeekRecord, records_from
 from evigraph.agents.rlseek.metrics import (
@@ -37,46 +37,38 @@ from evigraph.agents.rlseek.metrics import (
 )
 from evigraph.agents.rlseek.prompts import render
 from evigraph.agents.rlseek.schemas import RLSeekOutput, Span, TaskName, task_variant
-from evigraph.evaluation.adapter import BaseEvaluation, RunRecord
+from evigraph.evaluation.adapter import BaseEvaluation, GoldLine, PredictionLine
 from evigraph.evaluation.records import load_records, subset
 from evigraph.trajectory import Segment, Trajectory
 
 __all__ = ("EVALUATION", "RLSeekEvalReport", "RLSeekEvaluation", "RLSeekGoldLine", "RLSeekPrediction")
 
 
-class RLSeekGoldLine(BaseModel):
+class RLSeekGoldLine(GoldLine):
     """One gold line of ``score --gold``."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
-
-    id: str
     task: TaskName
     """Any name (metrics are reported under it): scoring never runs a prompt variant."""
     spans: tuple[Span, ...] = ()
 
 
-class RLSeekPrediction(RunRecord):
+class RLSeekPrediction(PredictionLine):
     """A prediction to score or reward: ours (``output``/``trajectory``) or another system's (``spans``; for
     ``reward``, ``completion`` with the inputs)."""
+
+    output_model = RLSeekOutput
+    answer_fields = ("spans",)
+    trajectory_is_ours = False
 
     spans: tuple[Span, ...] | None = None
     task: TaskName | None = None
     """Read by ``reward`` only (mapped to a prompt variant there)."""
     source: str | dict[str, Any] | None = None
     question: str | None = None
-    completion: str | None = None
-    detection: RLSeekOutput | None = Field(None, exclude=True)
-    """``output`` read as the agent's output model (our lines)."""
 
-    @model_validator(mode="after")
-    def _read(self) -> RLSeekPrediction:
-        if self.output is not None and self.error is None:
-            self.detection = RLSeekOutput.model_validate(self.output)
-            if self.spans is None:
-                self.spans = tuple((s.start, s.end) for s in self.detection.spans)
-        if self.spans is None and self.error is None and self.completion is None:
-            raise ValueError("a prediction needs 'spans' (or our eval line's 'output')")
-        return self
+    def fill_from_output(self) -> None:
+        if self.spans is None:
+            self.spans = tuple((s.start, s.end) for s in self.parsed_output.spans)
 
 
 class RLSeekEvalReport(BaseModel):
@@ -123,9 +115,9 @@ class RLSeekEvaluation(BaseEvaluation):
 
     def report(self, pairs: Sequence[tuple[RLSeekPrediction, RLSeekGoldLine]], options: Any) -> RLSeekEvalReport:
         counts = [_counts(p, g) for p, g in pairs]
-        ours = [(p, p.detection) for p, _ in pairs if p.detection is not None or p.trajectory is not None]
+        ours = [(p, p.parsed_output) for p, _ in pairs if p.parsed_output is not None or p.trajectory is not None]
         detections = [d for _, d in ours if d is not None]
-        traced = [(p.trajectory, p.detection) for p, _ in pairs if p.trajectory is not None and p.detection]
+        traced = [(p.trajectory, p.parsed_output) for p, _ in pairs if p.trajectory is not None and p.parsed_output]
         rewards = [p.rewards for p, _ in pairs if p.rewards]
         return RLSeekEvalReport(
             n=len(pairs),
@@ -169,8 +161,8 @@ def _gold_line(line: dict[str, Any]) -> RLSeekGoldLine:
 
 def _counts(prediction: RLSeekPrediction, gold: RLSeekGoldLine) -> Any:
     """Our detection's counts, or another system's spans (flagged when it lists any)."""
-    if prediction.detection is not None or prediction.error is not None:
-        return count_detection(prediction.detection, gold.spans, gold.task)
+    if prediction.parsed_output is not None or prediction.error is not None:
+        return count_detection(prediction.parsed_output, gold.spans, gold.task)
     spans = prediction.spans or ()
     return count_sample(spans, gold.spans, gold.task, flagged=bool(spans))
 

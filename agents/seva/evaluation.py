@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
-
 from evigraph.agents.seva.data import SevaRecord, load_seva_records, release_format
 from evigraph.agents.seva.labels import normalize_label
 from evigraph.agents.seva.metrics import (
@@ -31,7 +29,7 @@ from evigraph.agents.seva.metrics import (
     structure_metrics,
 )
 from evigraph.agents.seva.schemas import ERROR_TYPES, NOT_ATTRIBUTABLE, ErrorType, Label, SevaGold, SevaOutput
-from evigraph.evaluation.adapter import BaseEvaluation, RunRecord
+from evigraph.evaluation.adapter import BaseEvaluation, GoldLine, PredictionLine
 from evigraph.evaluation.plots import confusion_plot, per_class_bars
 from evigraph.evaluation.records import subset
 from evigraph.trajectory import Segment, Trajectory
@@ -39,47 +37,29 @@ from evigraph.trajectory import Segment, Trajectory
 __all__ = ("EVALUATION", "SevaEvalReport", "SevaEvaluation", "SevaGoldLine", "SevaPrediction")
 
 
-class SevaGoldLine(SevaGold):
+class SevaGoldLine(GoldLine, SevaGold):
     """One gold line of ``score --gold`` (``label`` with the aliases of §3.5)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
 
-    id: str
-
-
-class SevaPrediction(RunRecord):
+class SevaPrediction(PredictionLine):
     """A prediction to score or reward: ours (``output``) or another system's (``label``; for ``reward``,
     ``completion`` with ``claim`` and ``source``)."""
+
+    output_model = SevaOutput
+    answer_fields = ("label",)
 
     label: Any = None
     claim: str | None = None
     source: str | None = None
-    completion: str | None = None
-    verdict: SevaOutput | None = Field(None, exclude=True)
-    """``output`` read as the agent's output model (our lines)."""
-    has_label: bool = Field(False, exclude=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _note_label(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = {**data, "has_label": "label" in data}
-        return data
-
-    @model_validator(mode="after")
-    def _read(self) -> SevaPrediction:
-        if self.output is not None and self.error is None:
-            self.verdict = SevaOutput.model_validate(self.output)
-        ours = self.verdict is not None or self.error is not None or self.trajectory is not None
-        if not (ours or self.has_label or self.completion is not None):
-            raise ValueError("field label: missing (a prediction needs 'label', or our eval line's 'output')")
-        return self
+    def has_answer(self) -> bool:
+        return "label" in self.model_fields_set  # a null label is an answer, and a wrong one
 
     @property
     def predicted(self) -> Label | None:
         """The label this prediction counts as (``None``: wrong whatever the gold)."""
-        if self.verdict is not None:
-            return self.verdict.label
+        if self.parsed_output is not None:
+            return self.parsed_output.label
         return normalize_label(self.label)
 
 
@@ -135,8 +115,8 @@ class SevaEvaluation(BaseEvaluation):
 
     def report(self, pairs: Sequence[tuple[SevaPrediction, SevaGoldLine]], options: Any) -> SevaEvalReport:
         labelled = [(p.predicted, g) for p, g in pairs]
-        ours = [p for p, _ in pairs if p.verdict is not None or p.error is not None or p.trajectory is not None]
-        outputs = [p.verdict or _failed() for p in ours]
+        ours = [p for p, _ in pairs if p.ours]
+        outputs = [p.parsed_output or _failed() for p in ours]
         rewards = [p.rewards for p in ours if p.rewards]
         structure = structure_metrics(outputs) if ours else None
         detection = category_detection(labelled)

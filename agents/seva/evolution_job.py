@@ -75,7 +75,7 @@ def _verified_pairs(verify_dir: Path, records: Sequence[SevaRecord]) -> list[tup
         p.id: p
         for p in load_records(verify_dir / "predictions.jsonl", SevaPrediction.model_validate, id_of=lambda p: p.id)
     }
-    return [(predictions[r.id].verdict if r.id in predictions else None, r.gold) for r in records if r.gold]
+    return [(predictions[r.id].parsed_output if r.id in predictions else None, r.gold) for r in records if r.gold]
 
 
 def run_round(

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evigraph.evaluation.records import load_records
 from evigraph.trajectory import Trajectory, TrajectoryError
 
-__all__ = ("BaseEvaluation", "EvalAdapter", "NoOptions", "RunRecord")
+__all__ = ("BaseEvaluation", "EvalAdapter", "GoldLine", "NoOptions", "PredictionLine", "RunRecord")
 
 
 class NoOptions(BaseModel):
@@ -50,6 +50,61 @@ class RunRecord(BaseModel):
     rewards: dict[str, float] = {}
     trajectory: Trajectory | None = None
     error: TrajectoryError | None = None
+
+
+class GoldLine(BaseModel):
+    """One line of a ``score --gold`` file: mix into the agent's gold model (``class MyGoldLine(GoldLine,
+    MyGold)``). Ids written as numbers read as strings, unknown keys are ignored; a bad line names ``file:line``
+    and the field (:func:`~evigraph.evaluation.records.load_records`)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    id: str
+
+
+class PredictionLine(RunRecord):
+    """A prediction to score or reward: our own eval line (``output``, ``trajectory`` or ``error``) or another
+    system's, which gives the agent's answer fields (``answer_fields``) or, for ``reward``, its ``completion``.
+
+    A subclass sets ``output_model`` (our ``output`` is read into :attr:`parsed_output`) and ``answer_fields``
+    (the first is named when a line has none of them), and adds those fields.
+    """
+
+    output_model: ClassVar[type[BaseModel]]
+    answer_fields: ClassVar[tuple[str, ...]]
+    trajectory_is_ours: ClassVar[bool] = True
+    """Whether a line with only a ``trajectory`` counts as ours (else it needs an answer field too)."""
+
+    completion: str | None = None
+    """Another system's raw reply (``reward`` reads it with the run's inputs)."""
+    parsed_output: Any = Field(None, exclude=True)
+    """``output`` read as the agent's output model (our lines)."""
+
+    @property
+    def ours(self) -> bool:
+        """An eval line of ours (it has our output, our failure, or our trajectory)."""
+        traced = self.trajectory_is_ours and self.trajectory is not None
+        return self.parsed_output is not None or self.error is not None or traced
+
+    def has_answer(self) -> bool:
+        """Another system's answer is on the line: some answer field is not null (override where a null answer
+        is an answer, e.g. a label that counts as wrong)."""
+        return any(getattr(self, name) is not None for name in self.answer_fields)
+
+    def fill_from_output(self) -> None:
+        """Derive the answer fields from our parsed output (override where the report reads them)."""
+
+    @model_validator(mode="after")
+    def _read_output(self) -> PredictionLine:
+        if self.output is not None and self.error is None:
+            self.parsed_output = self.output_model.model_validate(self.output)
+            self.fill_from_output()
+        if not (self.ours or self.has_answer() or self.completion is not None):
+            names = " or ".join(repr(name) for name in self.answer_fields)
+            raise ValueError(
+                f"field {self.answer_fields[0]}: missing (a prediction needs {names}, or our eval line's 'output')"
+            )
+        return self
 
 
 @runtime_checkable
