@@ -38,6 +38,7 @@ __all__ = (
     "config_file_path",
     "default_cache_dir",
     "load_settings",
+    "settings_for",
 )
 
 ENV_PREFIX = "EVIGRAPH_"
@@ -258,3 +259,22 @@ def agent_config(settings: Settings, agent: str, model: type[ConfigT]) -> Config
         return model.model_validate(values)
     except ValidationError as error:
         raise _config_error(error, model, prefix, provenance) from None
+
+
+def settings_for(model: type[ConfigT], config: BaseModel) -> ConfigT:
+    """``model`` built from the fields of ``config`` that it also has (the rest keep ``model``'s defaults): one
+    agent's settings for a component it builds on, without copying them field by field.
+
+    Example:
+        >>> class Loop(BaseModel):
+        ...     turns: int = 3
+        ...     top_k: int = 5
+        >>> class Agent(BaseModel):
+        ...     top_k: int = 2
+        ...     lenient: bool = False
+        >>> settings_for(Loop, Agent())
+        Loop(turns=3, top_k=2)
+    """
+    return model.model_validate(
+        {name: getattr(config, name) for name in model.model_fields if name in type(config).model_fields}
+    )

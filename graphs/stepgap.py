@@ -36,6 +36,7 @@ from evigraph.agents.stepgap.schemas import (
     TraceStep,
 )
 from evigraph.agents.stepgap.scoring import REWARD
+from evigraph.config import settings_for
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.assembly import score_trajectory
@@ -66,13 +67,8 @@ class StepGapState(TypedDict, total=False):
 
 
 def search_r1_config(config: StepGapConfig) -> SearchR1Config:
-    """The generator's settings from StepGap's config."""
-    return SearchR1Config(
-        max_searches=config.max_searches,
-        top_k=config.top_k,
-        max_new_tokens=config.max_new_tokens,
-        max_information_tokens=config.max_information_tokens,
-    )
+    """The generator's settings from StepGap's config (the fields both configs name)."""
+    return settings_for(SearchR1Config, config)
 
 
 def trace_of(
