@@ -4,7 +4,7 @@ produces (the spec's table, open point O12), and :class:`Perturbation`, one prob
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -20,14 +20,7 @@ Strategy = Literal[
     "presupposition_injection",
     "unanswerable_wrapping",
 ]
-STRATEGIES: tuple[Strategy, ...] = (
-    "entity_confusion",
-    "numerical_perturbation",
-    "multi_hop_graft",
-    "paraphrase",
-    "presupposition_injection",
-    "unanswerable_wrapping",
-)
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 STRATEGY_CATEGORIES: dict[Strategy, tuple[ErrorType, ...]] = {
     "entity_confusion": ("entity_substitution",),
     "numerical_perturbation": ("numerical_exaggeration", "temporal_shift"),
