@@ -68,6 +68,7 @@ Resource = Literal["search", "nli"]
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class AgentSpec(BaseModel):
@@ -110,6 +111,26 @@ class AgentSpec(BaseModel):
     distill: str | None = None
     """``module:function`` turning one stored trajectory into SFT examples for a student of this agent
     (``evigraph export-sft AGENT --student``): a list of ``{"id", "messages"}`` dicts."""
+    verification: str | None = None
+    """Embedding: ``module:function`` mapping the verifier graph's result (a dict with ``output`` and
+    ``trajectory``) to a :class:`~evigraph.verification.Verification` (:mod:`evigraph.embed`)."""
+    verifier_builder: str | None = None
+    """Embedding: ``module:function`` compiling the graph a host embeds, when it is not ``graph_builder`` (StepGap
+    embeds its checker over a host's steps, not its own rollouts); called like ``graph_builder``."""
+    verifier_input_schema: str | None = None
+    """Embedding: the input schema of ``verifier_builder``'s graph (default: ``input_schema``)."""
+    conversation_inputs: str | None = None
+    """Embedding: ``module:function`` reading a host agent's finished turn (a
+    :class:`~evigraph.conversation.Conversation`) as this agent's input fields (``VerificationMiddleware``)."""
+    tool_name: str | None = None
+    """Embedding: the name of the agent as a LangChain tool a host's model calls (``verify_claim``); lowercase
+    words joined by underscores (default: ``verify_`` and the agent's name with underscores)."""
+    tool_description: str | None = None
+    """Embedding: what the tool tells a host's model it does (default: ``description``)."""
+    tool_inputs: tuple[str, ...] = ()
+    """Embedding: the input fields the tool's model fills (default: every field of the verifier's input schema but
+    ``id`` and ``gold``). Leave out what a model must not choose, such as results the verifier would keep
+    unchecked."""
 
     @field_validator("name")
     @classmethod
@@ -126,6 +147,13 @@ class AgentSpec(BaseModel):
             raise ValueError(f"a verb is a lowercase word with dashes and no built-in command ({reserved}): {value!r}")
         return value
 
+    @field_validator("tool_name")
+    @classmethod
+    def _check_tool_name(cls, value: str | None) -> str | None:
+        if value is not None and not _TOOL_NAME.match(value):
+            raise ValueError(f"a tool name is lowercase words joined by underscores, got {value!r}")
+        return value
+
     @field_validator("hooks")
     @classmethod
     def _check_hooks(cls, value: dict[str, str]) -> dict[str, str]:
@@ -137,7 +165,19 @@ class AgentSpec(BaseModel):
             )
         return value
 
-    @field_validator("config", "graph_builder", "input_schema", "output_schema", "evaluation", "checker", "distill")
+    @field_validator(
+        "config",
+        "graph_builder",
+        "input_schema",
+        "output_schema",
+        "evaluation",
+        "checker",
+        "distill",
+        "verification",
+        "verifier_builder",
+        "verifier_input_schema",
+        "conversation_inputs",
+    )
     @classmethod
     def _check_path(cls, value: str | None) -> str | None:
         if value is not None and not _IMPORT_PATH.match(value):
@@ -206,6 +246,10 @@ class LoadedAgent:
     """Checker agent name → reader of this agent's trajectories as that checker's traces."""
     checker: Callable[..., Any] | None = None
     distill: Callable[..., Any] | None = None
+    verification: Callable[..., Any] | None = None
+    verifier_builder: Callable[..., Any] | None = None
+    verifier_input_schema: type | None = None
+    conversation_inputs: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:
@@ -298,6 +342,10 @@ def _load(spec: AgentSpec) -> LoadedAgent:
         step_readers={name: get(f"step_readers.{name}", path, is_callable) for name, path in spec.step_readers.items()},
         checker=get("checker", spec.checker, is_callable),
         distill=get("distill", spec.distill, is_callable),
+        verification=get("verification", spec.verification, is_callable),
+        verifier_builder=get("verifier_builder", spec.verifier_builder, is_callable),
+        verifier_input_schema=get("verifier_input_schema", spec.verifier_input_schema, is_schema),
+        conversation_inputs=get("conversation_inputs", spec.conversation_inputs, is_callable),
     )
 
 

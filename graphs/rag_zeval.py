@@ -45,7 +45,12 @@ def build_rag_zeval_graph(
     def prompt(state: State, _scope: RunScope) -> dict[str, Any]:
         candidates = state["candidates"]
         key = state.get("id") or content_key(state["question"], candidates)
-        letters = assign_letters(len(candidates), seed=config.shuffle_seed, key=key, shuffle=config.shuffle)
+        # One candidate is a host checking its one answer (evigraph.embed): nothing to shuffle or rank.
+        letters = (
+            ("A",)
+            if len(candidates) == 1
+            else assign_letters(len(candidates), seed=config.shuffle_seed, key=key, shuffle=config.shuffle)
+        )
         shown = show(state["question"], state["reference"], candidates)
         kind = state.get("kind", "faithfulness")
         return {"letters": letters, "transcript": evaluator_transcript(shown, letters, kind=kind)}

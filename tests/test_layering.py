@@ -51,7 +51,7 @@ def floor(name: str) -> str:
         return "kit"
     if parts[1:2] in (["tools"], ["corpora"]):
         return "tools"
-    if parts[1:2] in (["cli"], ["training"], ["__main__"]):
+    if parts[1:2] in (["cli"], ["training"], ["embed"], ["__main__"]):
         return "generic"
     return "core"
 

@@ -22,6 +22,7 @@ _PACKAGE = "evigraph.agents.rag_zeval"
 SPEC = AgentSpec(
     name="rag-zeval",
     description="Claim-level faithfulness/correctness of several answers in one pass, and their ranking (RAG-Zeval).",
+    tool_name="rank_answers",
     verb="rank",
     config=f"{_PACKAGE}.schemas:RagZevalConfig",
     graph_builder="evigraph.graphs.rag_zeval:build_rag_zeval_graph",
@@ -34,4 +35,6 @@ SPEC = AgentSpec(
         "synthesize": f"{_PACKAGE}.hooks:synthesize_command",
         "meta-eval": f"{_PACKAGE}.hooks:meta_eval_command",
     },
+    conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
+    verification=f"{_PACKAGE}.verification:to_verification",
 )

@@ -17,6 +17,7 @@ _PACKAGE = "evigraph.agents.rlseek"
 SPEC = AgentSpec(
     name="rlseek",
     description="Hallucination span detection: every step quotes the source verbatim, then judges (RLSeek).",
+    tool_name="detect_hallucinated_spans",
     verb="detect",
     config=f"{_PACKAGE}.schemas:RLSeekConfig",
     graph_builder="evigraph.graphs.rlseek:build_rlseek_graph",
@@ -25,4 +26,6 @@ SPEC = AgentSpec(
     rewards={"final": f"{_PACKAGE}.scoring:REWARD", "span-only": f"{_PACKAGE}.scoring:SPAN_ONLY_REWARD"},
     evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
     hooks={"run": f"{_PACKAGE}.hooks:detect_command", "prepare": f"{_PACKAGE}.hooks:prepare_command"},
+    conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
+    verification=f"{_PACKAGE}.verification:to_verification",
 )

@@ -18,6 +18,7 @@ _PACKAGE = "evigraph.agents.seva"
 SPEC = AgentSpec(
     name="seva",
     description="Structured attribution check: alignments, reasoning chain, label, confidence, error type (SEVA).",
+    tool_name="check_attribution",
     verb="attribute",
     config=f"{_PACKAGE}.schemas:SevaConfig",
     graph_builder="evigraph.graphs.seva:build_seva_graph",
@@ -30,4 +31,6 @@ SPEC = AgentSpec(
         "annotate": f"{_PACKAGE}.hooks:annotate_command",
         "evolve": f"{_PACKAGE}.hooks:evolve_command",
     },
+    conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
+    verification=f"{_PACKAGE}.verification:to_verification",
 )

@@ -20,6 +20,8 @@ _PACKAGE = "evigraph.agents.stepgap"
 SPEC = AgentSpec(
     name="stepgap",
     description="Step-level evidence-gap checker (LLM stages A-C, NLI stages D-E) over Search-R1 rollouts.",
+    tool_name="check_steps",
+    tool_inputs=("trace",),  # not "checked": earlier checks are kept unjudged
     verb="check",
     config=f"{_PACKAGE}.schemas:StepGapConfig",
     graph_builder="evigraph.graphs.stepgap:build_stepgap_graph",
@@ -31,4 +33,9 @@ SPEC = AgentSpec(
     hooks={"run": f"{_PACKAGE}.hooks:check_command"},
     checker=f"{_PACKAGE}.checker_service:StepGapChecker",
     distill=f"{_PACKAGE}.distill:student_examples_of",
+    conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
+    verification=f"{_PACKAGE}.verification:to_verification",
+    # Embedded, StepGap checks a host's own steps: its checker graph, not the Search-R1 rollout graph.
+    verifier_builder="evigraph.graphs.stepgap_checker:build_checker_graph",
+    verifier_input_schema=f"{_PACKAGE}.schemas:CheckerInputs",
 )

@@ -299,7 +299,7 @@ class StepGapOutput(BaseModel):
 class CheckerInputs(TypedDict, total=False):
     """What the checker graph takes: a trace (or its dict form)."""
 
-    trace: Trace | dict[str, Any]
+    trace: Required[Trace | dict[str, Any]]
     checked: list[StepCheck]
     """Checks of the trace's first steps from an earlier call (kept, not re-judged): a repair loop checks each
     new step once."""

@@ -18,6 +18,7 @@ _PACKAGE = "evigraph.agents.veri_r1"
 SPEC = AgentSpec(
     name="veri-r1",
     description="Online claim verification: plan, up to 3 BM25 searches, then a label and evidence ids.",
+    tool_name="verify_claim",
     verb="verify",
     config=f"{_PACKAGE}.schemas:VeriR1Config",
     graph_builder="evigraph.graphs.veri_r1:build_veri_r1_graph",
@@ -31,4 +32,6 @@ SPEC = AgentSpec(
     resources=("search",),
     hooks={"run": f"{_PACKAGE}.hooks:run_command", "filter": f"{_PACKAGE}.hooks:filter_command"},
     step_readers={"stepgap": f"{_PACKAGE}.stepgap_trace:veri_r1_trace"},
+    verification=f"{_PACKAGE}.verification:to_verification",
+    conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
 )

@@ -13,6 +13,8 @@ the way vLLM does:
 - ``response_format`` ``json_schema`` returns a JSON object that satisfies the schema; vLLM's
   ``structured_outputs: {"regex": ...}`` returns a string matching the regex (literal alternatives only).
 - Unknown model names get vLLM's 404; every request body and its headers are recorded.
+- :meth:`FakeOpenAIServer.script` replaces the "generation" with scripted replies (a queue, or a function of the
+  messages), so a client can drive an agent; stop strings and the token cap still apply to them.
 
 Switches make it misbehave on purpose: :meth:`FakeOpenAIServer.fail_next` returns an error status for the
 next requests; ``drop_stop_string`` makes it ignore ``include_stop_str_in_output`` (as OpenAI's own API
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -95,6 +99,12 @@ def _match_regex(regex: str, natural: str) -> str | None:
     return None
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client dropping a kept-alive connection is normal
+            super().handle_error(request, client_address)
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the server saw it (header names lower-cased)."""
@@ -118,6 +128,7 @@ class FakeOpenAIServer:
         self.report_stop_reason = True
         self.ignore_stop = False
         self._failures: deque[tuple[int, str]] = deque()
+        self._script: Callable[[list[dict[str, Any]]], str] | None = None
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -145,7 +156,7 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai-server", daemon=True
@@ -183,10 +194,26 @@ class FakeOpenAIServer:
         with self._lock:
             self._failures.extend([(status, message)] * times)
 
+    def script(self, replies: Iterable[str] | Callable[[list[dict[str, Any]]], str]) -> None:
+        """Answer with ``replies`` in order (or ``replies(messages)`` for every request) instead of the reversed
+        words; when a queue runs out, requests get HTTP 500 naming the request."""
+        if callable(replies):
+            self._script = replies
+            return
+        queue = deque(replies)
+
+        def next_reply(_messages: list[dict[str, Any]]) -> str:
+            if not queue:
+                raise LookupError(f"no scripted reply left for request {len(self.requests)}")
+            return queue.popleft()
+
+        self._script = next_reply
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
             self._failures.clear()
+            self._script = None
         self.drop_stop_string = False
         self.report_stop_reason = True
         self.ignore_stop = False
@@ -224,12 +251,24 @@ class FakeOpenAIServer:
         for message in messages:
             if not isinstance(message, dict) or message.get("role") not in _ROLES:
                 return self._error(400, f"unsupported message {message!r}")
+        with self._lock:
+            script = self._script
+        if script is not None:
+            try:
+                scripted = script(messages)
+            except LookupError as error:
+                return self._error(500, str(error))
+            return 200, self._complete(body, messages, scripted)
         return 200, self._complete(body, messages)
 
-    def _complete(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-        natural = fake_reply_text(messages)
+    def _complete(
+        self, body: dict[str, Any], messages: list[dict[str, Any]], scripted: str | None = None
+    ) -> dict[str, Any]:
+        natural = fake_reply_text(messages) if scripted is None else scripted
         response_format = body.get("response_format") or {}
         structured = body.get("structured_outputs") or {}
+        if scripted is not None:  # a scripted reply is what the "model" says, guided or not
+            response_format = structured = {}
         if response_format.get("type") == "json_schema":
             schema = response_format["json_schema"]["schema"]
             natural = json.dumps(_example_for(schema, schema))

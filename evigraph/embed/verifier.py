@@ -1,0 +1,165 @@
+"""A registered agent made ready to check things for a host: the one runner under every embedding form.
+
+:class:`Verifier` resolves, once, what a host names -- the agent (through the registry, never by name in this
+code), the model (a generator spec, an evigraph :class:`~evigraph.generators.base.Generator`, or any LangChain
+``BaseChatModel``), the search tool and the NLI engine -- compiles the agent's verifier graph and maps every
+result to a :class:`~evigraph.verification.Verification` with the agent's own mapping (``AgentSpec.
+verification``). The node, the tool, the middleware and the router are thin shapes around it.
+
+A LangChain chat model drives the verifier as a text backend: no token ids, so no logprob confidences (Veri-R1's
+label confidence, StepGap's stage confidences fall back to their defaults) and no guided decoding (weak-model
+mode needs a backend that enforces a grammar). Inference is all embedding needs; training needs token ids.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from evigraph.errors import ConfigError
+from evigraph.verification import Verification
+
+__all__ = ("Verifier", "resolve_model", "resolve_search")
+
+
+def resolve_model(model: Any) -> Any:
+    """The generator a host names: ``None`` (the configured default, ``smollm2`` unless set), a generator spec
+    string, an evigraph generator, or a LangChain ``BaseChatModel``.
+
+    Raises:
+        ConfigError: anything else (the message names the type), or a bad spec.
+    """
+    from evigraph.generators.base import Generator
+
+    if isinstance(model, Generator):
+        return model
+    if model is None or isinstance(model, str):
+        from evigraph.config import load_settings
+        from evigraph.generators.factory import make_generator
+
+        overrides = {"generator.model": model} if model else {}
+        return make_generator(load_settings(overrides).generator)
+    from langchain_core.language_models import BaseChatModel
+
+    if isinstance(model, BaseChatModel):
+        from evigraph.generators.chat_model import ChatModelGenerator
+
+        return ChatModelGenerator(model)
+    raise ConfigError(
+        f"model must be a generator spec string, an evigraph Generator or a LangChain BaseChatModel, got "
+        f"{type(model).__name__}",
+        source="model",
+    )
+
+
+def resolve_search(search: Any) -> Any:
+    """The search tool a host names: ``None``, a corpus name or directory, a ``/retrieve`` URL, or a search tool
+    (anything with ``search`` and ``batch_search``)."""
+    if search is None or (hasattr(search, "search") and hasattr(search, "batch_search")):
+        return search
+    if isinstance(search, str):
+        from evigraph.tools.search import open_search
+
+        if search.startswith(("http://", "https://")):
+            return open_search(retriever_url=search)
+        return open_search(corpus=search)
+    raise ConfigError(
+        f"search must be a corpus name or directory, a /retrieve URL or a search tool, got {type(search).__name__}",
+        source="search",
+    )
+
+
+def _resolve_nli(nli: Any) -> Any:
+    if isinstance(nli, str):
+        from evigraph.tools.nli import make_nli
+
+        return make_nli(nli)
+    return nli
+
+
+class Verifier:
+    """One registered agent, compiled once, checking inputs for a host.
+
+    Args:
+        agent: a registered agent name (``veri-r1``, ``stepgap``, ``rlseek``, ``seva``, ``rag-zeval`` or a plug-in).
+        model: see :func:`resolve_model`.
+        search: see :func:`resolve_search` (agents that search).
+        nli: an NLI engine or a checkpoint directory (agents that use one; StepGap).
+        pass_if: overrides the agent's own ``passed`` (``lambda v: v.label in ("SUPPORT", "NOT ENOUGH INFO")``).
+        **config: fields of the agent's config (``max_new_tokens=256``, ``offline=True`` ...).
+
+    Raises:
+        ConfigError: an unknown agent, one that declares no verification mapping, a config field it does not have.
+    """
+
+    def __init__(
+        self,
+        agent: str,
+        *,
+        model: Any = None,
+        search: Any = None,
+        nli: Any = None,
+        pass_if: Callable[[Verification], bool] | None = None,
+        **config: Any,
+    ) -> None:
+        from evigraph.registry import get_agent
+
+        loaded = get_agent(agent).load()
+        self.name = loaded.name
+        self.mapping: Callable[[Mapping[str, Any]], Verification] = loaded.require("verification")
+        self.input_schema: type | None = loaded.verifier_input_schema or loaded.input_schema
+        self.pass_if = pass_if
+        self.config = _agent_config(loaded.config, config, agent=self.name)
+        self.generator = resolve_model(model)
+        builder = loaded.verifier_builder or loaded.require("graph_builder")
+        offered = {"search": lambda: resolve_search(search), "nli": lambda: _resolve_nli(nli)}
+        accepted = inspect.signature(builder).parameters
+        resources = {name: make() for name, make in offered.items() if name in accepted}
+        self.graph = builder(self.generator, config=self.config, **resources)
+
+    def inputs(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` checked against the verifier's input schema (required keys, no blank text).
+
+        Raises:
+            ConfigError: naming the field.
+        """
+        from evigraph.inputs import check_inputs
+
+        if self.input_schema is not None:
+            check_inputs(self.input_schema, values, where=f"{self.name} input")
+        return dict(values)
+
+    def verification(self, result: Mapping[str, Any]) -> Verification:
+        """The agent's mapping of a graph result, with ``pass_if`` applied."""
+        verdict = self.mapping(result)
+        if self.pass_if is not None and verdict.error is None:
+            verdict = verdict.model_copy(update={"passed": bool(self.pass_if(verdict))})
+        return verdict
+
+    async def averify(self, values: Mapping[str, Any], *, config: Mapping[str, Any] | None = None) -> Verification:
+        """Check ``values`` (the agent's input fields). Inside a host graph's node the run is the node's subgraph:
+        its steps stream under the node's namespace and an interrupt inside it pauses the host."""
+        result = await self.graph.ainvoke(self.inputs(values), config=config)
+        return self.verification(result)
+
+    def verify(self, values: Mapping[str, Any]) -> Verification:
+        """:meth:`averify` for synchronous callers (on evigraph's one shared loop, so loop-bound clients such as
+        ``ChatOpenAI``'s survive between calls)."""
+        from evigraph.embed.loop import run_sync
+
+        return run_sync(lambda: self.averify(values))
+
+
+def _agent_config(model: type[BaseModel] | None, values: Mapping[str, Any], *, agent: str) -> BaseModel | None:
+    if model is None:
+        if values:
+            raise ConfigError(f"agent {agent!r} takes no config, got {', '.join(sorted(values))}")
+        return None
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as invalid:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in invalid.errors())
+        raise ConfigError(f"agent {agent!r} config: {problems}", source="config") from None
