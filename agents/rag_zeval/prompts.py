@@ -71,9 +71,10 @@ def evaluator_prompt(shown: Shown, letters: Sequence[str], *, kind: ReferenceKin
     order = sorted(range(len(letters)), key=lambda i: letters[i])
     blocks = "\n\n".join(f'<answer id="{letters[i]}">\n{shown.candidates[i]}\n</answer>' for i in order)
     listed = ", ".join(sorted(letters))
+    count = "is 1 answer" if len(letters) == 1 else f"are {len(letters)} answers"
     skeleton = json.dumps(_SKELETON, indent=2)
     return f"""\
-You grade answers produced by a retrieval-augmented system. There are {len(letters)} answers ({listed}) to one \
+You grade answers produced by a retrieval-augmented system. There {count} ({listed}) to one \
 question. For each answer, decide how far the context below -- the {_REFERENCE_NAMES[kind]} -- backs what the \
 answer says. Judge only from the context, never from what you know yourself, and be strict.
 

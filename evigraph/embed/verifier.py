@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from evigraph.errors import ConfigError
+from evigraph.errors import ConfigError, GeneratorError
 from evigraph.verification import Verification
 
 __all__ = ("Verifier", "resolve_model", "resolve_search")
@@ -141,8 +141,15 @@ class Verifier:
 
     async def averify(self, values: Mapping[str, Any], *, config: Mapping[str, Any] | None = None) -> Verification:
         """Check ``values`` (the agent's input fields). Inside a host graph's node the run is the node's subgraph:
-        its steps stream under the node's namespace and an interrupt inside it pauses the host."""
-        result = await self.graph.ainvoke(self.inputs(values), config=config)
+        its steps stream under the node's namespace and an interrupt inside it pauses the host. A backend failure
+        is a failed verdict with its ``error``."""
+        checked = self.inputs(values)
+        try:
+            result = await self.graph.ainvoke(checked, config=config)
+        except GeneratorError as error:
+            # Most graphs record a backend failure on the trajectory; one that lets it through (StepGap's checker
+            # over a judge) still gives the host a failed verdict, never a crash of the host.
+            return Verification(agent=self.name, passed=False, error=f"{type(error).__name__}: {error}")
         return self.verification(result)
 
     def verify(self, values: Mapping[str, Any]) -> Verification:
