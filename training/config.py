@@ -8,7 +8,8 @@ default the reward's scalar), the per-step value the dense advantage modes read,
 ``true`` = a bare switch, ``false``/``null`` = left out, a list = several values). An optional ``curriculum``
 lists stages run one after another, each from the previous stage's checkpoint, each with its own prompts (the
 agent's adapter reshapes every record by the stage's ``options``, e.g. RAG-Zeval's 3 then 4 candidates) and
-flag overrides. ``--set KEY=VALUE`` overrides
+flag overrides. ``engine`` picks the trainer (``openrlhf``, or ``trl``: TRL in process, its knobs under ``trl``,
+see :class:`TrlSection`). ``--set KEY=VALUE`` overrides
 any key (``openrlhf.actor.adam.lr=5e-7``, ``advantage.mode=capo``); values are read as JSON, else as YAML
 scalars.
 """
@@ -20,7 +21,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,6 +35,7 @@ __all__ = (
     "CurriculumStage",
     "SFTConfig",
     "TrainConfig",
+    "TrlSection",
     "apply_overrides",
     "builtin_configs",
     "load_sft_config",
@@ -65,6 +67,19 @@ class CurriculumStage(BaseModel):
     openrlhf: dict[str, Any] = Field(default_factory=dict)
 
 
+class TrlSection(BaseModel):
+    """The TRL engine's settings (``engine: trl``; :mod:`evigraph.training.trl_engine`): ``args`` are
+    ``trl.GRPOConfig`` fields over the ones derived from ``openrlhf`` (``--set trl.args.learning_rate=1e-5``),
+    ``lora`` asks for a LoRA adapter (``peft.LoraConfig`` fields, ``{}`` for its defaults; ``null``: full
+    fine-tuning), ``max_length`` is an episode's sequence budget (default ``openrlhf``'s ``data.max_len``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    args: dict[str, Any] = Field(default_factory=dict)
+    lora: dict[str, Any] | None = None
+    max_length: int | None = Field(None, ge=16)
+
+
 class TrainConfig(BaseModel):
     """One training run's settings (see the module docstring)."""
 
@@ -85,6 +100,9 @@ class TrainConfig(BaseModel):
     curriculum: list[CurriculumStage] = Field(default_factory=list)
     curriculum_seed: int = 0
     """Seed of the stages' reshaping (e.g. which candidates a 3-candidate stage keeps, per record)."""
+    engine: Literal["openrlhf", "trl"] = "openrlhf"
+    """Who trains: OpenRLHF (Ray, vLLM, DeepSpeed: clusters) or TRL's GRPOTrainer in process (CPU or one GPU)."""
+    trl: TrlSection = TrlSection()
 
 
 def builtin_configs(kind: str = "grpo") -> dict[str, Path]:

@@ -5,9 +5,9 @@ calls ``execute`` once per sample, the samples of a prompt concurrently on one e
 :class:`GraphExecutor` is what that class delegates to: built once per actor from a :class:`RolloutConfig`
 (read from the JSON file :data:`CONFIG_ENV` names, which ``evigraph train`` puts into Ray's ``runtime_env``), it
 compiles the graph once, and per sample runs it in strict token mode on an :class:`~.engine.EngineGenerator`
-bound to the actor's engine, with the run's ``max_length`` as the sequence budget. Retrieval goes to one
-``evigraph corpus serve`` process through :class:`~evigraph.tools.remote_search.RemoteSearch` (no JVM in any
-rollout actor).
+bound to the actor's engine, with the run's ``max_length`` as the sequence budget. On OpenRLHF retrieval goes to
+one ``evigraph corpus serve`` process through :class:`~evigraph.tools.remote_search.RemoteSearch` (no JVM in any
+rollout actor: ``retriever_url``); a single-process engine searches a corpus in process (``corpus``).
 
 The label is the JSON string the data converters write: ``{"input": {...graph input...}, "gold": {...}}``.
 The sample's reward is the configured reward of the agent (its ``scalar``); the per-step values of a process
@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evigraph.errors import ConfigError
 from evigraph.generators.chat_format import ChatFormat
@@ -60,7 +60,10 @@ class RolloutConfig(BaseModel):
     """The per-step value the trainer's dense modes read (e.g. StepGap's ``bracket``, RLSeek's ``quote``);
     ``None``: no per-step lists."""
     retriever_url: str | None = None
-    """The retrieval server for agents that search (``evigraph corpus serve``)."""
+    """The retrieval server for agents that search (``evigraph corpus serve``): remote search."""
+    corpus: str | None = None
+    """A corpus name or directory the executor searches in process (one-process engines); never with
+    ``retriever_url``."""
     judge: str | None = None
     """A frozen judge for agents whose graph grades its own steps (StepGap): a generator spec such as
     ``openai:MODEL@http://127.0.0.1:8001/v1``. The policy being trained never grades itself."""
@@ -70,6 +73,12 @@ class RolloutConfig(BaseModel):
     """Checker-based process rewards mixed in (:mod:`evigraph.training.reward_mix`)."""
     run_dir: str | None = None
     """The training run's folder: each rollout actor records there which checker versions scored its samples."""
+
+    @model_validator(mode="after")
+    def _one_search(self) -> RolloutConfig:
+        if self.corpus and self.retriever_url:
+            raise ValueError("give corpus (search in process) or retriever_url (a server), not both")
+        return self
 
 
 def load_rollout_config(path: str | os.PathLike[str] | None = None) -> RolloutConfig:
@@ -95,7 +104,8 @@ class GraphExecutor:
     Args:
         config: what to run.
         resources: tools to build the graph with (tests pass fakes); by default a ``search`` resource is a
-            :class:`~evigraph.tools.remote_search.RemoteSearch` on ``config.retriever_url``.
+            :class:`~evigraph.tools.remote_search.RemoteSearch` on ``config.retriever_url``, or a BM25 search of
+            ``config.corpus`` in process.
     """
 
     def __init__(self, config: RolloutConfig, *, resources: dict[str, Any] | None = None) -> None:
@@ -125,7 +135,7 @@ class GraphExecutor:
         except ConfigError as error:
             if "search" in agent.spec.resources and tools.get("search") is None:
                 raise ConfigError(
-                    f"{error} (training: set retriever_url to an `evigraph corpus serve` address)"
+                    f"{error} (training: set corpus, or retriever_url to an `evigraph corpus serve` address)"
                 ) from None
             raise
 
@@ -144,10 +154,11 @@ class GraphExecutor:
 
             resources["judge"] = make_generator(GeneratorConfig(model=self.config.judge))
         if "search" in spec.resources:
-            from evigraph.tools.remote_search import RemoteSearch
+            from evigraph.tools.search import open_search
 
-            url = self.config.retriever_url  # none: the graph decides whether its variant needs one
-            resources["search"] = RemoteSearch(url) if url is not None else None
+            url, corpus = self.config.retriever_url, self.config.corpus
+            # neither: the graph decides whether its variant needs one
+            resources["search"] = open_search(corpus=corpus, retriever_url=url) if url or corpus else None
         if "nli" in spec.resources:
             from evigraph.tools.nli import make_nli
 

@@ -91,9 +91,9 @@ class RLSeekRecord(BaseModel):
         return fields
 
 
-def records_from(path: Path) -> list[RLSeekRecord]:
+def records_from(path: Path, *, unique_ids: bool = True) -> list[RLSeekRecord]:
     """Every record of ``path``, whatever its format: a RAGTruth folder (or its ``response.jsonl``; test split),
-    a FaithBench folder or batch file (default merging), or our JSONL.
+    a FaithBench folder or batch file (default merging), or our JSONL (``unique_ids=False``: repeated ids kept).
 
     Raises:
         ConfigError: a bad entry (file, line or sample, field) or an unreadable layout.
@@ -106,7 +106,7 @@ def records_from(path: Path) -> list[RLSeekRecord]:
         return load_ragtruth(path.parent, split="test")
     if path.is_dir() or path.suffix == ".json":
         return load_faithbench(path)
-    return list(load_records(path, RLSeekRecord.model_validate, id_of=lambda r: r.id))
+    return list(load_records(path, RLSeekRecord.model_validate, id_of=lambda r: r.id, unique_ids=unique_ids))
 
 
 # -- RAGTruth ---------------------------------------------------------------------------------------------

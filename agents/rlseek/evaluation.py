@@ -95,8 +95,10 @@ class RLSeekEvaluation(BaseEvaluation):
     headline = ("span", "sample", "format_rate")
     score_needs_every_gold: ClassVar[bool] = True
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[RLSeekRecord]:
-        return subset(records_from(path), limit=limit, shuffle_seed=seed)
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> Sequence[RLSeekRecord]:
+        return subset(records_from(path, unique_ids=unique_ids), limit=limit, shuffle_seed=seed)
 
     def graph_input(self, record: RLSeekRecord) -> dict[str, Any]:
         return record.graph_input()

@@ -165,8 +165,9 @@ def record_from_mapping(data: Mapping[str, Any], rows: Counter[str] | None = Non
     return _ours(data)
 
 
-def load_seva_records(path: str | Path) -> Loaded:
-    """Every record of the JSONL file ``path`` (any format above).
+def load_seva_records(path: str | Path, *, unique_ids: bool = True) -> Loaded:
+    """Every record of the JSONL file ``path`` (any format above); ``unique_ids=False`` keeps repeated ids
+    (training data, where an id is no key).
 
     Raises:
         ConfigError: ``path`` is not a file.
@@ -191,11 +192,11 @@ def load_seva_records(path: str | Path) -> Loaded:
         if isinstance(record, str):
             skipped[record] += 1
             continue
-        if record.id in first_line:
+        if unique_ids and record.id in first_line:
             raise InputDataError(
                 str(path), number, f"field id: duplicate id {record.id!r} (line {first_line[record.id]})"
             )
-        first_line[record.id] = number
+        first_line.setdefault(record.id, number)
         records.append(record)
     if not records:
         raise InputDataError(str(path), 1, f"no usable record (skipped: {dict(skipped) or 'none'})")

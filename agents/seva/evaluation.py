@@ -97,8 +97,10 @@ class SevaEvaluation(BaseEvaluation):
     headline = ("macro_f1", "accuracy", "fpr", "fnr", "format_rate")
     score_needs_every_gold: ClassVar[bool] = False
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[SevaRecord]:
-        return subset(load_seva_records(path).records, limit=limit, shuffle_seed=seed)
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> Sequence[SevaRecord]:
+        return subset(load_seva_records(path, unique_ids=unique_ids).records, limit=limit, shuffle_seed=seed)
 
     def graph_input(self, record: SevaRecord) -> dict[str, Any]:
         return record.graph_input()

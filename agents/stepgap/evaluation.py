@@ -107,8 +107,12 @@ class StepGapEvaluation(BaseEvaluation):
     prediction_model = PredictionRecord
     headline = ("em", "flag_rate", "support_rate")
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[QuestionRecord]:
-        return load_records(path, question_record, id_of=lambda r: r.id, limit=limit, shuffle_seed=seed)
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> Sequence[QuestionRecord]:
+        return load_records(
+            path, question_record, id_of=lambda r: r.id, limit=limit, shuffle_seed=seed, unique_ids=unique_ids
+        )
 
     def graph_input(self, record: QuestionRecord) -> dict[str, Any]:
         inputs: dict[str, Any] = {"question": record.question, "id": record.id}

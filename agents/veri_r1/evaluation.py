@@ -145,9 +145,13 @@ class VeriR1Evaluation(BaseEvaluation):
     prediction_model = PredictionRecord
     headline = ("label_accuracy", "verification_accuracy", "joint_accuracy", "evidence_score", "format_rate")
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> list[ClaimRecord]:
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> list[ClaimRecord]:
         """Shared eval files as they are, or ``{id, claim, ...}`` lines (:mod:`.data`)."""
-        return load_records(path, claim_record_from_mapping, id_of=lambda r: r.id, limit=limit, shuffle_seed=seed)
+        return load_records(
+            path, claim_record_from_mapping, id_of=lambda r: r.id, limit=limit, shuffle_seed=seed, unique_ids=unique_ids
+        )
 
     def check_records(self, records: Sequence[ClaimRecord], config: BaseModel) -> None:
         if isinstance(config, VeriR1Config) and config.offline:

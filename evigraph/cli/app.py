@@ -213,9 +213,9 @@ def build_app() -> typer.Typer:
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
-    from evigraph.cli.train import export_sft_command, train_command, train_sft_command
+    from evigraph.cli.train import TrainHelp, export_sft_command, train_command, train_sft_command
 
-    application.command(name="train")(train_command)
+    application.command(name="train", cls=TrainHelp)(train_command)
     application.command(name="train-sft")(train_sft_command)
     application.command(name="export-sft")(export_sft_command)
     hooks = {

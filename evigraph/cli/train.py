@@ -4,7 +4,10 @@ The command converts ``--data`` with the agent's evaluation adapter into OpenRLH
 rollout config every rollout actor reads, and starts :mod:`evigraph.training.launch` with OpenRLHF's flags from
 the config. ``--dry-run`` stops before starting and prints the exact command line (also written to
 ``OUT/command.sh``). Training needs the ``[train]`` extra on a GPU machine; on any other machine the command
-says what is missing.
+says what is missing. ``--corpus NAME|PATH`` serves the corpus for the run from ``command.sh`` (bound to
+``$RAY_HEAD_IP``, stopped with the job; :mod:`evigraph.training.launch`); ``--retriever-url`` names a server the
+user runs. Training data keeps repeated ids and exact repeats (:mod:`evigraph.training.data`); the counts are
+printed.
 """
 
 from __future__ import annotations
@@ -15,20 +18,41 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from evigraph.errors import ConfigError, MissingDependencyError
 
-__all__ = ("StagePlan", "export_sft_command", "sft_plan", "train_command", "train_sft_command", "training_plan")
+if TYPE_CHECKING:
+    from evigraph.training.data import DataSummary
+
+__all__ = (
+    "StagePlan",
+    "TrainHelp",
+    "command_lines",
+    "export_sft_command",
+    "sft_plan",
+    "train_command",
+    "train_sft_command",
+    "training_plan",
+)
 
 console = Console()
 err_console = Console(stderr=True)
 
 _DENSE_MODES = ("stepgap_dense", "stepgap_sequence", "process_additive")
 _TRAIN_HINT = "pip install 'evigraph[train]' in its own environment on a GPU machine (README: Training)"
+
+
+class ServedCorpus(NamedTuple):
+    """The corpus ``command.sh`` serves for a run (``--corpus``)."""
+
+    corpus: str
+    """A corpus name, ``prebuilt:NAME`` or an absolute directory."""
+    port: int
 
 
 class StagePlan(NamedTuple):
@@ -40,25 +64,56 @@ class StagePlan(NamedTuple):
     n_prompts: int
     out: Path
     """The stage's directory: its prompts, rollout config and ``ckpt/`` (the next stage starts from it)."""
+    data: DataSummary | None = None
+    """The training file's repeated ids and exact repeats (all kept)."""
+    served: ServedCorpus | None = None
+    """The corpus ``command.sh`` serves for the run (``--corpus``)."""
+
+
+class TrainHelp(TyperCommand):
+    """``evigraph train --help`` with the shipped configs and their rewards and presets, read from the configs and
+    the registry only when help is shown (loading every agent would slow every other command)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from evigraph.training.catalogue import catalogue, render_catalogue
+
+        self.epilog = render_catalogue(catalogue())
+        super().format_help(ctx, formatter)
 
 
 def training_plan(
-    config_name: str, *, model: str, data: Path, out: Path, retriever_url: str | None, overrides: list[str]
+    config_name: str,
+    *,
+    model: str,
+    data: Path,
+    out: Path,
+    retriever_url: str | None,
+    overrides: list[str],
+    corpus: str | None = None,
+    corpus_port: int = 8000,
+    reward: str | None = None,
 ) -> list[StagePlan]:
     """Write the prompt data and rollout config of every stage under ``out``; return each stage's launcher argv,
     its extra environment and its number of training prompts. A config without a curriculum is one stage
     in ``out`` itself; stage ``k`` of a curriculum lives in ``out/stage-k-NAME`` and starts from stage ``k-1``'s
-    checkpoint.
+    checkpoint. ``corpus`` is served by ``command.sh`` on ``corpus_port`` (see :func:`command_lines`); the
+    rollout config gets its URL on ``$RAY_HEAD_IP`` (as set now, default 127.0.0.1), which the launcher rewrites
+    with the address the job serves it on. ``reward`` is ``--reward``: a reward name or preset of the agent.
 
     Raises:
         ConfigError: a bad config or override, records without gold, a mode the config cannot run, a curriculum
-            the agent cannot reshape its records for.
+            the agent cannot reshape its records for, a corpus for an agent that does not search (or with a
+            retriever URL), an unknown corpus.
     """
     from evigraph.registry import get_agent
     from evigraph.training.config import load_train_config
 
     config = load_train_config(config_name, overrides)
     agent = get_agent(config.agent).load()
+    if reward is not None:
+        from evigraph.training.catalogue import reward_overrides
+
+        config = load_train_config(config_name, [*reward_overrides(agent, config.reward, reward), *overrides])
     adapter = agent.require("evaluation")
     if config.advantage.mode in _DENSE_MODES and config.step_value is None:
         raise ConfigError(f"advantage mode {config.advantage.mode} reads per-step values: set step_value")
@@ -69,23 +124,31 @@ def training_plan(
         )
     if config.advantage.mode != "grpo" and config.openrlhf.get("algo.advantage.estimator") != "group_norm":
         raise ConfigError(f"advantage mode {config.advantage.mode} builds on algo.advantage.estimator: group_norm")
+    served = None
+    if corpus is not None:
+        served = _served(agent, corpus, corpus_port, retriever_url)
+        retriever_url = _planned_url(corpus_port)
     if "search" in agent.spec.resources and retriever_url is None and not config.agent_config.get("offline"):
         raise ConfigError(
-            f"{config.agent} searches while it trains: start `evigraph corpus serve CORPUS` and pass its address "
-            "with --retriever-url"
+            f"{config.agent} searches while it trains: give --corpus NAME|DIR (served for the run), or start "
+            "`evigraph corpus serve CORPUS` yourself and pass its address with --retriever-url"
         )
     reshape = getattr(adapter, "curriculum_input", None)
     if config.curriculum and reshape is None:
         raise ConfigError(f"{config.agent} has no curriculum: its evaluation adapter defines no curriculum_input")
-    records = adapter.load_records(data, limit=None, seed=None)
+    from evigraph.training.data import read_training_records, summarize
+
+    records = read_training_records(adapter, data)
     inputs = [adapter.graph_input(r) for r in records]
+    summary = summarize([str(r.id) for r in records], inputs)
     missing = [str(r.id) for r, i in zip(records, inputs, strict=True) if not i.get("gold")]
     if missing:
         raise ConfigError(
             f"{data}: training needs gold answers; {len(missing)} record(s) have none, e.g. {missing[0]!r}"
         )
     if not config.curriculum:
-        return [_stage_plan(config, "main", inputs, model=model, out=out, retriever_url=retriever_url, flags={})]
+        stage = _stage_plan(config, "main", inputs, model=model, out=out, retriever_url=retriever_url, flags={})
+        return [stage._replace(data=summary, served=served)]
     stages = []
     for number, stage in enumerate(config.curriculum, start=1):
         try:
@@ -94,12 +157,59 @@ def training_plan(
             raise ConfigError(f"curriculum stage {stage.name!r}: {error}", source="curriculum") from None
         where = out / f"stage-{number}-{stage.name}"
         start = model if number == 1 else str((stages[-1].out / "ckpt").resolve())
-        stages.append(
-            _stage_plan(
-                config, stage.name, shaped, model=start, out=where, retriever_url=retriever_url, flags=stage.openrlhf
-            )
+        planned = _stage_plan(
+            config, stage.name, shaped, model=start, out=where, retriever_url=retriever_url, flags=stage.openrlhf
         )
+        stages.append(planned._replace(data=summary, served=served))
     return stages
+
+
+def _served(agent: Any, corpus: str, port: int, retriever_url: str | None) -> ServedCorpus:
+    """The corpus ``command.sh`` serves (checked to exist, not built or opened here; a directory made absolute).
+
+    Raises:
+        ConfigError: a retriever URL too, an agent that does not search, an unknown corpus.
+    """
+    from evigraph.corpora.registry import resolve_corpus
+
+    if retriever_url is not None:
+        raise ConfigError("give --corpus (served for the run) or --retriever-url (your server), not both")
+    if "search" not in agent.spec.resources:
+        raise ConfigError(f"{agent.name} does not search: --corpus is for agents that search")
+    if corpus.startswith("prebuilt:"):
+        return ServedCorpus(corpus, port)
+    location = resolve_corpus(corpus, build_bundled=False)  # an unknown name fails here, not on the cluster
+    return ServedCorpus(corpus if location.resolve() != Path(corpus).resolve() else str(location.resolve()), port)
+
+
+def _planned_url(port: int) -> str:
+    """The served corpus's URL as planned (``$RAY_HEAD_IP`` now, default 127.0.0.1); the launcher rewrites it
+    with the address the job serves it on."""
+    import os
+
+    from evigraph.training.launch import HEAD_ENV, served_url
+
+    return served_url(port, os.environ.get(HEAD_ENV) or "127.0.0.1")
+
+
+def command_lines(stages: list[StagePlan]) -> list[str]:
+    """``command.sh``'s lines after ``set -e``: for a served corpus, the lines that serve it for the job
+    (:func:`~evigraph.training.launch.serve_lines`), each stage's launcher waiting for it and handing its URL on
+    ``$RAY_HEAD_IP`` to the rollout actors; one line per stage."""
+    from evigraph.training.config import shell_line
+    from evigraph.training.launch import serve_lines, served_url
+
+    served = stages[0].served if stages else None
+    lines = serve_lines(served.corpus, served.port) if served is not None else []
+    for stage in stages:
+        env = " ".join(f"{k}={shell_line([v])}" for k, v in stage.env.items())
+        argv = shell_line(stage.argv)
+        if served is not None:
+            head, tail = stage.argv[:3], stage.argv[3:]  # python -m evigraph.training.launch | -- flags
+            handed = f'--retriever-url "{served_url(served.port)}" --server-pid "$EVIGRAPH_CORPUS_PID"'
+            argv = f"{shell_line(head)} {handed} {shell_line(tail)}"
+        lines.append(f"{env} {argv}")
+    return lines
 
 
 def _stage_plan(
@@ -152,28 +262,77 @@ def _stage_plan(
 
 
 def train_command(
-    config: Annotated[str, typer.Argument(help="A shipped config (veri-r1, rlseek) or a YAML file.")],
+    config: Annotated[str, typer.Argument(help="A shipped config (listed below) or a YAML file.")],
     model: Annotated[str, typer.Option("--model", help="The policy: a Hugging Face model directory or name.")],
-    data: Annotated[Path, typer.Option("--data", help="Training records, any format `evigraph eval` reads.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="Training records, any format `evigraph eval` reads (repeated ids and repeats kept)."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Run directory: prompts, rollout config, checkpoints.")],
     retriever_url: Annotated[
-        str | None, typer.Option("--retriever-url", help="`evigraph corpus serve` address (searching agents).")
+        str | None,
+        typer.Option("--retriever-url", help="A running `evigraph corpus serve` address (searching agents)."),
+    ] = None,
+    corpus: Annotated[
+        str | None,
+        typer.Option(
+            "--corpus",
+            help="Corpus NAME|DIR the run serves itself (searching agents): command.sh starts `evigraph corpus "
+            "serve` on $RAY_HEAD_IP (default 127.0.0.1) and stops it when the job ends.",
+        ),
+    ] = None,
+    corpus_port: Annotated[int, typer.Option("--corpus-port", help="The served corpus's port.")] = 8000,
+    reward: Annotated[
+        str | None,
+        typer.Option("--reward", help="One of the agent's rewards or a reward preset (listed below)."),
     ] = None,
     overrides: Annotated[
         list[str] | None, typer.Option("--set", help="Override a config key: openrlhf.actor.adam.lr=5e-7.")
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the OpenRLHF command line (one per curriculum stage) and stop.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the OpenRLHF command line (one per curriculum stage; TRL: its GRPOConfig) and stop.",
+        ),
     ] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="openrlhf (Ray, vLLM, DeepSpeed: clusters) or trl (TRL's GRPOTrainer in this process: CPU or one "
+            "GPU); default: the config's `engine` key.",
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="TRL engine: stop after this many optimizer steps.")
+    ] = None,
 ) -> None:
-    """Train an agent with multi-turn GRPO on OpenRLHF (its own graph is the rollout)."""
+    """Train an agent with multi-turn GRPO on OpenRLHF or TRL (its own graph is the rollout)."""
     from evigraph.files import atomic_write
-    from evigraph.training.config import shell_line
 
     stages = training_plan(
-        config, model=model, data=data, out=out, retriever_url=retriever_url, overrides=list(overrides or [])
+        config,
+        model=model,
+        data=data,
+        out=out,
+        retriever_url=retriever_url,
+        overrides=list(overrides or []),
+        corpus=corpus,
+        corpus_port=corpus_port,
+        reward=reward,
     )
-    lines = [" ".join(f"{k}={shell_line([v])}" for k, v in s.env.items()) + " " + shell_line(s.argv) for s in stages]
+    if stages and stages[0].data is not None:  # repeats are kept on either engine: say how many
+        err_console.print(f"[dim]{data}: {stages[0].data.describe()}[/]")
+    from evigraph.cli.train_trl import train_trl, trl_config
+
+    chosen = trl_config(config, list(overrides or []), reward=reward, engine=engine, max_steps=max_steps)
+    if chosen is not None:
+        train_trl(chosen, stages, model=model, corpus=corpus, max_steps=max_steps, dry_run=dry_run)
+        return
+    lines = command_lines(stages)
     # Stages run in order and stop at the first failure (set -e): each starts from the previous checkpoint.
     atomic_write(out / "command.sh", "#!/usr/bin/env bash\nset -e\n" + "\n".join(lines) + "\n")
     for stage in stages:
@@ -186,6 +345,13 @@ def train_command(
             raise MissingDependencyError(module, _TRAIN_HINT)
     import os
 
+    if stages[0].served is not None:  # command.sh serves the corpus around the stages and stops it after
+        done = subprocess.run(["bash", str(out / "command.sh")], check=False)
+        if done.returncode:
+            err_console.print(f"[red]{out / 'command.sh'} failed (exit {done.returncode})[/]")
+            raise typer.Exit(done.returncode)
+        console.print_json(json.dumps({"checkpoints": str(stages[-1].out / "ckpt")}))
+        return
     for stage in stages:
         done = subprocess.run(stage.argv, env={**os.environ, **stage.env}, check=False)
         if done.returncode:

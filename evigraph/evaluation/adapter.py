@@ -119,8 +119,12 @@ class EvalAdapter(Protocol):
     headline: tuple[str, ...]
     """The report keys ``eval`` prints."""
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[Any]:
-        """Every record of an input file, validated first (``file:line`` errors), then the ``--limit`` subset."""
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> Sequence[Any]:
+        """Every record of an input file, validated first (``file:line`` errors), then the ``--limit`` subset.
+        ``unique_ids=False`` (training reads) keeps records that repeat an id; eval refuses them (ids are its
+        resume keys)."""
         ...
 
     def check_records(self, records: Sequence[Any], config: BaseModel) -> None:
@@ -180,8 +184,12 @@ class BaseEvaluation:
     score_needs_every_gold: ClassVar[bool] = False
     """``score`` refuses a gold record without a prediction (instead of reporting it as ``n_missing``)."""
 
-    def load_records(self, path: Path, *, limit: int | None, seed: int | None) -> Sequence[Any]:
-        return load_records(path, self.record_model.model_validate, id_of=_id, limit=limit, shuffle_seed=seed)
+    def load_records(
+        self, path: Path, *, limit: int | None, seed: int | None, unique_ids: bool = True
+    ) -> Sequence[Any]:
+        return load_records(
+            path, self.record_model.model_validate, id_of=_id, limit=limit, shuffle_seed=seed, unique_ids=unique_ids
+        )
 
     def check_records(self, records: Sequence[Any], config: BaseModel) -> None:
         return None

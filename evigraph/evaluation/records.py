@@ -3,7 +3,9 @@
 An eval over thousands of records must not die at record 900 because of a typo on line 900, so
 :func:`load_records` parses the whole file up front and raises :class:`InputDataError` with ``file:line``
 on the first bad line (bad JSON, not an object, a schema error naming the field, a duplicate id naming both
-lines).
+lines). Ids are unique where they are keys (an eval's resume key, a gold or prediction file keyed by id); a
+training read passes ``unique_ids=False``, since a training record is no key and released training files repeat
+ids (Veri-R1's ``train_online.jsonl``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def load_records(
     limit: int | None = None,
     shuffle_seed: int | None = None,
     tolerate_truncated_tail: bool = False,
+    unique_ids: bool = True,
 ) -> list[T]:
     """Read and validate every record of the JSONL file ``path``, then pick the subset to run.
 
@@ -38,11 +41,13 @@ def load_records(
         path: the JSONL input; blank lines are skipped.
         parse: turns one JSON object into a record (e.g. ``Model.model_validate``); a ``ValueError``,
             ``KeyError`` or pydantic ``ValidationError`` it raises becomes an :class:`InputDataError`.
-        id_of: the record's id; ids must be non-empty strings, unique in the file.
+        id_of: the record's id; ids must be non-empty strings, unique in the file (see ``unique_ids``).
         limit: keep at most this many records (after shuffling, if ``shuffle_seed`` is given).
         shuffle_seed: shuffle deterministically with ``random.Random(shuffle_seed)`` before ``limit``, so
             ``--limit 10 --seed 3`` is a reproducible random subset (and a prefix of ``--limit 20 --seed 3``).
         tolerate_truncated_tail: skip a torn last line (a file another process is still appending to).
+        unique_ids: refuse a repeated id (default); ``False`` keeps every record, repeats included (training
+            data, where an id is no key).
 
     Raises:
         ConfigError: ``path`` does not exist or is not a file; ``limit`` is negative.
@@ -64,13 +69,13 @@ def load_records(
             raise InputDataError(str(path), number, f"cannot read the record id: {error}") from None
         if not isinstance(record_id, str) or not record_id:
             raise InputDataError(str(path), number, f"record id must be a non-empty string, got {record_id!r}")
-        if record_id in first_line_of:
+        if unique_ids and record_id in first_line_of:
             raise InputDataError(
                 str(path),
                 number,
                 f"field id: duplicate id {record_id!r} (lines {first_line_of[record_id]} and {number})",
             )
-        first_line_of[record_id] = number
+        first_line_of.setdefault(record_id, number)
         records.append(record)
     if not records:
         raise InputDataError(str(path), 1, "the file holds no records")

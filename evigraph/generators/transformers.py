@@ -263,9 +263,44 @@ class TransformersGenerator(BaseGenerator):
             self.model.to(device).eval()
         except (OSError, ValueError, RuntimeError, KeyError) as error:
             raise GeneratorError(f"could not load the model from {str(path)!r}: {error}") from error
-        self.chat_format = ChatFormat(self.tokenizer)
         logger.info("loaded %s in %.1f s (%s, %s)", self.name, time.perf_counter() - started, dtype, device)
+        self._attach()
 
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "policy",
+        num_threads: int | None = None,
+        max_batch_size: int = 8,
+    ) -> TransformersGenerator:
+        """A generator over a model already in memory, such as the policy a trainer is updating: it shares the
+        model's weights (every call samples from their current values) and its device, and leaves its mode and
+        placement alone (``num_threads=None`` keeps torch's thread count as the trainer set it). Unconstrained: a
+        guide would change the policy's distribution.
+
+        Raises:
+            ConfigError: neither the model nor the tokenizer defines an EOS token.
+        """
+        generator = cls.__new__(cls)
+        generator.name, generator.model_path, generator.model, generator.tokenizer = name, None, model, tokenizer
+        generator.device = str(next(model.parameters()).device)
+        generator.max_batch_size, generator.batch_wait_s, generator.constrained = max_batch_size, 0.005, False
+        generator.supported_guides = frozenset()  # type: ignore[misc]
+        generator.num_threads = None
+        if generator.device == "cpu":
+            import torch
+
+            generator.num_threads = configure_torch_threads(num_threads) if num_threads else torch.get_num_threads()
+        generator._attach()
+        return generator
+
+    def _attach(self) -> None:
+        """Set up what every call reads from the loaded model and tokenizer: chat format, EOS and padding ids,
+        context window, and the (not yet started) worker."""
+        self.chat_format = ChatFormat(self.tokenizer)
         self.eos_ids = self._eos_ids()
         pad = self.tokenizer.pad_token_id
         if pad is None:
@@ -309,17 +344,24 @@ class TransformersGenerator(BaseGenerator):
 
     # -- the async face -----------------------------------------------------------------------------------
     async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
-        rendered = self.chat_format.render(transcript)
-        if self.context_window is not None and len(rendered.token_ids) >= self.context_window:
+        return await self.continue_ids(self.chat_format.render(transcript).token_ids, params)
+
+    async def continue_ids(self, token_ids: Sequence[int], params: SamplingParams) -> Continuation:
+        """One continuation of a prompt given as token ids (already rendered), batched like every call.
+
+        Raises:
+            ConfigError: the prompt fills the model's context.
+            GeneratorError: the generator is closed or generation failed.
+        """
+        if self.context_window is not None and len(token_ids) >= self.context_window:
             raise ConfigError(
-                f"{self.name}: the transcript has {len(rendered.token_ids)} tokens, the model's context is "
-                f"{self.context_window}"
+                f"{self.name}: the transcript has {len(token_ids)} tokens, the model's context is {self.context_window}"
             )
         loop = asyncio.get_running_loop()
-        request = _Request(list(rendered.token_ids), params, loop, loop.create_future())
+        request = _Request(list(token_ids), params, loop, loop.create_future())
         self._submit(request)
         result = await request.future
-        return result.model_copy(update={"prompt_tokens": len(rendered.token_ids)})
+        return result.model_copy(update={"prompt_tokens": len(token_ids)})
 
     async def score_continuations(self, transcript: Sequence[Segment], continuations: Sequence[str]) -> list[float]:
         """The sum of the model's token log-probabilities of each continuation right after the rendered transcript.

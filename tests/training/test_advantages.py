@@ -1,12 +1,16 @@
 """Advantage modes on their fixtures: the OpenRLHF notes' §5 (stock GRPO, ±0.866) and §6.3 (process-additive),
 StepGap spec §3.4 (token-pooled dense and sequence-level), RLSeek spec §3.4 (CAPO); coefficient 0 reproduces
-stock GRPO; rollouts with different step counts."""
+stock GRPO; rollouts with different step counts; and every mode on a real batch -- three interleaved prompt
+groups of different step counts and lengths, checked against per-group arithmetic done here by hand."""
 
 from __future__ import annotations
 
+import statistics
+
+import numpy as np
 import pytest
 
-from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
+from evigraph.training.advantages import MODES, AdvantageConfig, AdvantageMode, Rollout, advantages
 
 
 def _rollout(group: int, outcome: float, lengths: list[int], values: list[float], negative: bool = False) -> Rollout:
@@ -153,3 +157,170 @@ def test_process_additive_normalises_each_reward_type_separately() -> None:
         a[1] - s[1] for a, s in zip(advantages(untyped, AdvantageConfig(mode="process_additive")), stock, strict=True)
     ]
     assert pooled[0] == pytest.approx(pooled[1], abs=0.01)
+
+
+# A batch as the trainer sees one: three prompt groups interleaved (ids unsorted), 4 + 3 + 3 rollouts with 0 to 3
+# steps, prompts of 1 to 3 tokens, an environment token after every step, and some answer tokens outside every
+# step. Each step carries two reward types of very different scales ("quote" ~0.1, "check" ~1).
+def _laid_out(
+    group: int, outcome: float, prompt: int, steps: list[tuple[int, dict[str, float]]], tail: int = 0,
+    negative: bool = False,
+) -> Rollout:  # fmt: skip
+    mask, spans = [0] * prompt, []
+    for length, values in steps:
+        spans.append((len(mask), len(mask) + length, sum(values.values())))
+        mask.extend([1] * length + [0])
+    mask.extend([1] * tail)
+    return Rollout(
+        group=group, outcome=outcome, action_mask=tuple(mask), steps=tuple(spans),
+        step_types=tuple(values for _, values in steps), negative=negative,
+    )  # fmt: skip
+
+
+def _typed(quote: float, check: float) -> dict[str, float]:
+    return {"quote": quote, "check": check}
+
+
+BATCH = [
+    _laid_out(2, 0.0, 2, [(3, _typed(0.2, -1.0)), (2, _typed(0.0, 2.0))], tail=1),
+    _laid_out(0, 1.0, 1, [(2, _typed(0.1, 3.0))], tail=2, negative=True),
+    _laid_out(1, 0.5, 3, [(1, _typed(-0.1, 0.5)), (2, _typed(0.3, -0.5)), (4, _typed(0.0, 1.0))]),
+    _laid_out(0, 0.0, 2, [], tail=3),
+    _laid_out(2, 1.0, 1, [(4, _typed(0.1, 0.0))], negative=True),
+    _laid_out(1, -0.5, 2, [(2, _typed(-0.2, -2.0))], tail=1, negative=True),
+    _laid_out(0, 1.0, 1, [(1, _typed(0.05, 1.0)), (1, _typed(0.15, -1.0)), (2, _typed(-0.1, 0.0))]),
+    _laid_out(1, 1.5, 1, [(3, _typed(0.2, 1.5)), (1, _typed(0.1, 0.0))], tail=2),
+    _laid_out(0, 0.0, 3, [(2, _typed(-0.05, -3.0)), (3, _typed(0.2, 0.5))], negative=True),
+    _laid_out(2, 0.5, 2, [(1, _typed(0.0, 1.0)), (1, _typed(-0.3, 0.0)), (1, _typed(0.1, -0.5))], tail=1),
+]
+LAM, ALPHA, COEF = 0.4, 0.3, 0.7
+
+
+def _members(group: int) -> list[int]:
+    return [i for i, r in enumerate(BATCH) if r.group == group]
+
+
+def _z(values: list[float], eps: float = 1e-9) -> list[float]:
+    """One group's ``(v - mean) / (std + eps)``, unbiased std, by the standard library."""
+    mean, std = statistics.mean(values), statistics.stdev(values)
+    return [(v - mean) / (std + eps) for v in values]
+
+
+def _on_mask(rollout: Rollout, value: float) -> list[float]:
+    return [value if m else 0.0 for m in rollout.action_mask]
+
+
+def _expected_scalar(per_sample: dict[int, float]) -> list[list[float]]:
+    return [_on_mask(r, per_sample[i]) for i, r in enumerate(BATCH)]
+
+
+def _grpo_by_hand() -> dict[int, float]:
+    out: dict[int, float] = {}
+    for group in (0, 1, 2):
+        members = _members(group)
+        out.update(zip(members, _z([BATCH[i].outcome for i in members]), strict=True))
+    return out
+
+
+def _assert_close(result: list[list[float]], expected: list[list[float]]) -> None:
+    assert len(result) == len(expected)
+    for i, (row, want) in enumerate(zip(result, expected, strict=True)):
+        assert row == pytest.approx(want, rel=1e-9, abs=1e-12), f"rollout {i} (group {BATCH[i].group})"
+
+
+def test_the_batch_interleaves_groups_of_different_step_counts_and_lengths() -> None:
+    groups = [r.group for r in BATCH]
+    assert groups != sorted(groups) and {groups.count(g) for g in (0, 1, 2)} == {4, 3}
+    for group in (0, 1, 2):
+        members = [BATCH[i] for i in _members(group)]
+        assert len({len(r.steps) for r in members}) > 1 and len({len(r.action_mask) for r in members}) > 1
+
+
+def test_batch_grpo_normalises_each_group_on_its_own() -> None:
+    _assert_close(advantages(BATCH, AdvantageConfig(mode="grpo")), _expected_scalar(_grpo_by_hand()))
+
+
+def test_batch_capo_scales_only_negative_samples_by_alpha() -> None:
+    grpo = _grpo_by_hand()
+    expected = {i: a * ALPHA if BATCH[i].negative else a for i, a in grpo.items()}
+    _assert_close(advantages(BATCH, AdvantageConfig(mode="capo", alpha=ALPHA)), _expected_scalar(expected))
+    # Positive samples keep stock GRPO exactly; negative ones are alpha times it.
+    default = advantages(BATCH, AdvantageConfig(mode="capo"))
+    assert default[2] == advantages(BATCH)[2] and default[1][1] == pytest.approx(0.5 * grpo[1])
+
+
+@pytest.mark.parametrize("lam", [LAM, 0.0, 2.5])
+def test_batch_stepgap_sequence_adds_lam_times_the_step_sum_per_group(lam: float) -> None:
+    expected: dict[int, float] = {}
+    for group in (0, 1, 2):
+        members = _members(group)
+        returns = [BATCH[i].outcome + lam * sum(v for _, _, v in BATCH[i].steps) for i in members]
+        expected.update(zip(members, _z(returns), strict=True))
+    result = advantages(BATCH, AdvantageConfig(mode="stepgap_sequence", lam=lam))
+    _assert_close(result, _expected_scalar(expected))
+    if lam == 0.0:
+        _assert_close(result, advantages(BATCH))
+
+
+@pytest.mark.parametrize("lam", [LAM, 2.5])
+def test_batch_stepgap_dense_pools_tokens_within_each_group_only(lam: float) -> None:
+    expected: list[list[float]] = [[] for _ in BATCH]
+    for group in (0, 1, 2):
+        members = _members(group)
+        returns: dict[int, np.ndarray] = {}
+        for i in members:
+            rollout = BATCH[i]
+            token_returns = np.full(len(rollout.action_mask), rollout.outcome)
+            for start, end, value in rollout.steps:
+                token_returns[start:end] = rollout.outcome + lam * value
+            returns[i] = token_returns
+        pooled = np.concatenate([returns[i][np.array(BATCH[i].action_mask) == 1] for i in members])
+        mean, std = pooled.mean(), pooled.std(ddof=1)
+        for i in members:
+            mask = np.array(BATCH[i].action_mask)
+            expected[i] = np.where(mask == 1, (returns[i] - mean) / (std + 1e-9), 0.0).tolist()
+    _assert_close(advantages(BATCH, AdvantageConfig(mode="stepgap_dense", lam=lam)), expected)
+
+
+def _process_by_hand(types: tuple[tuple[str, ...], ...]) -> list[list[float]]:
+    """``P_t`` per rollout: each set of ``types`` normalised as one over the steps of its group, the step's sum
+    placed on its last token, summed from ``t`` to the end, 0 off the mask."""
+    terms: list[list[float]] = [[] for _ in BATCH]
+    for group in (0, 1, 2):
+        members = _members(group)
+        stats = {}
+        for names in types:
+            values = [sum(v[n] for n in names) for i in members for v in BATCH[i].step_types]
+            stats[names] = (statistics.mean(values), statistics.stdev(values))
+        for i in members:
+            rollout = BATCH[i]
+            placed = np.zeros(len(rollout.action_mask))
+            for (_, end, _), values in zip(rollout.steps, rollout.step_types, strict=True):
+                for names, (mean, std) in stats.items():
+                    placed[end - 1] += (sum(values[n] for n in names) - mean) / (std + 1e-9)
+            suffix = np.cumsum(placed[::-1])[::-1]
+            terms[i] = np.where(np.array(rollout.action_mask) == 1, suffix, 0.0).tolist()
+    return terms
+
+
+def test_batch_process_additive_normalises_each_type_within_each_group() -> None:
+    grpo = _expected_scalar(_grpo_by_hand())
+    process = _process_by_hand((("quote",), ("check",)))
+    expected = [[g + COEF * p for g, p in zip(gs, ps, strict=True)] for gs, ps in zip(grpo, process, strict=True)]
+    _assert_close(advantages(BATCH, AdvantageConfig(mode="process_additive", coef=COEF)), expected)
+    # The fixture tells per-type normalisation from normalising both types as one value.
+    together = _process_by_hand((("quote", "check"),))
+    assert max(abs(a - b) for p, q in zip(process, together, strict=True) for a, b in zip(p, q, strict=True)) > 0.1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_batch_equals_its_groups_run_alone_in_any_order(mode: AdvantageMode) -> None:
+    config = AdvantageConfig(mode=mode, lam=LAM, alpha=ALPHA, coef=COEF)
+    batch = advantages(BATCH, config)
+    for group in (0, 1, 2):
+        members = _members(group)
+        alone = advantages([BATCH[i] for i in members], config)
+        _assert_close([batch[i] for i in members], alone)
+    order = [7, 3, 0, 9, 5, 1, 8, 2, 6, 4]
+    shuffled = advantages([BATCH[i] for i in order], config)
+    _assert_close([shuffled[order.index(i)] for i in range(len(BATCH))], batch)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import statistics
 from fractions import Fraction
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evigraph.advantages import mean_std
 from evigraph.agents.rag_zeval.parsing import format_problems, read_evaluation, regex_counts, strict_json
 from evigraph.agents.rag_zeval.rewards import (
     combined_reward,
@@ -22,6 +22,8 @@ from evigraph.agents.rag_zeval.rewards import (
     regex_tokens,
     top1_accuracy,
 )
+from evigraph.training.advantages import Rollout, advantages
+from evigraph.training.config import load_train_config
 
 LETTERS = ("A", "B", "C")
 
@@ -210,12 +212,21 @@ def test_combined_reward_table_3_5(case: str, r_f: float, r_a: int, r_e: float, 
 
 
 def test_grpo_group_example_3_5() -> None:
-    group = [1.5, 1.333333, 0, 0, -0.5, 1.0, 0, -0.5]
-    mean, std = statistics.fmean(group), statistics.stdev(group)
-    assert (mean, std) == (pytest.approx(0.354167, abs=1e-6), pytest.approx(0.803946, abs=1e-6))
-    advantages = [(r - mean) / (std + 1e-6) for r in group]
+    # The 8 rollouts of one prompt scored by the combined reward (cases C1, C2, C4, C4, C5, C3, C4, C5), then the
+    # trainer's advantages under the shipped rag-zeval config (GRPO, 8 samples per prompt) with the spec's ε.
+    table = {"C1": (0.0, 1, 1.0), "C2": (0.0, 1, 0.666667), "C3": (0.0, 1, 0.0), "C4": (0.0, 0, 0.9),
+             "C5": (-0.5, 1, 1.0)}  # fmt: skip
+    group = [combined_reward(*table[case]) for case in ("C1", "C2", "C4", "C4", "C5", "C3", "C4", "C5")]
+    assert group == pytest.approx([1.5, 1.333333, 0, 0, -0.5, 1.0, 0, -0.5], abs=1e-6)
+    assert mean_std(group) == (pytest.approx(0.354167, abs=1e-6), pytest.approx(0.803946, abs=1e-6))
+    shipped = load_train_config("rag-zeval")
+    assert shipped.openrlhf["rollout.n_samples_per_prompt"] == len(group)
+    config = shipped.advantage.model_copy(update={"eps": 1e-6})
+    rollouts = [Rollout(group=0, outcome=r, action_mask=(0, 1, 1)) for r in group]
+    result = advantages(rollouts, config)
     expected = [1.4253, 1.2179, -0.4405, -0.4405, -1.0625, 0.8033, -0.4405, -1.0625]
-    assert advantages == pytest.approx(expected, abs=1e-4)
+    assert [a[1] for a in result] == pytest.approx(expected, abs=1e-4)
+    assert all(a[0] == 0.0 and a[1] == a[2] for a in result)  # the prompt token masked, every action token alike
 
 
 def test_strict_reading_scores_each_candidate_by_its_letter() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import statistics
 
 import pytest
 
+from evigraph.advantages import mean_std
 from evigraph.agents.seva.parsing import label_for_metrics, parse_reply
 from evigraph.agents.seva.rewards import (
     RewardWeights,
@@ -21,6 +21,8 @@ from evigraph.agents.seva.rewards import (
     format_score,
     process_reward,
 )
+from evigraph.training.advantages import Rollout, advantages
+from evigraph.training.config import load_train_config
 
 A, NA = "Attributable", "Not Attributable"
 
@@ -241,10 +243,24 @@ def test_parse_rules_section_2_2() -> None:
 
 
 def test_advantage_collapse_numbers_section_3_10() -> None:
-    group = [1.1425, 0.63, 0.665, 0.425, 0.0, 1.135, 0.02, 1.0425]
-    mean, sd = statistics.mean(group), statistics.stdev(group)
-    advantages = [(r - mean) / (sd + 1e-6) for r in group]
-    assert advantages == pytest.approx([1.1017, -0.0054, 0.0702, -0.4482, -1.3663, 1.0855, -1.3231, 0.8857], abs=1e-4)
+    # One step's batch under the shipped seva config (GRPO, G = 8) with the spec's ε: a binary group where all 8
+    # agree, a binary group with one success, and the process-reward group of rows T1, T8, T3, T4, T6, T2, T13, T7b
+    # of §3.8 as our reward scores them.
+    rows = {name: (text, gold) for name, text, gold, _, _ in TABLE_3_8}
+    process = [
+        process_reward(parse_reply(rows[name][0]).value, rows[name][1]).total  # type: ignore[arg-type]
+        for name in ("T1", "T8", "T3", "T4", "T6", "T2", "T13", "T7b")
+    ]
+    assert process == pytest.approx([1.1425, 0.63, 0.665, 0.425, 0.0, 1.135, 0.02, 1.0425], abs=1e-6)
+    assert mean_std(process) == (pytest.approx(0.6325, abs=1e-6), pytest.approx(0.462916, abs=1e-6))
+    shipped = load_train_config("seva")
+    assert shipped.openrlhf["rollout.n_samples_per_prompt"] == len(process)
+    groups = [[0.0] * 8, [1.0] + [0.0] * 7, process]
+    rollouts = [Rollout(group=g, outcome=r, action_mask=(0, 1)) for g, rewards in enumerate(groups) for r in rewards]
+    result = [a[1] for a in advantages(rollouts, shipped.advantage.model_copy(update={"eps": 1e-6}))]
+    assert result[:8] == [0.0] * 8  # σ = 0: every advantage exactly 0 (the collapse)
+    assert result[8:16] == pytest.approx([2.4749] + [-0.3536] * 7, abs=1e-4)  # unbiased σ 0.353553
+    assert result[16:] == pytest.approx([1.1017, -0.0054, 0.0702, -0.4482, -1.3663, 1.0855, -1.3231, 0.8857], abs=1e-4)
 
 
 @pytest.mark.parametrize(

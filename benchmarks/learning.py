@@ -1,0 +1,354 @@
+"""Does the TRL engine learn? GRPO with LoRA on the embedded SmolLM2, on CPU, on a seeded split of Veri-R1's data.
+
+The data is the shared ``test_offline.jsonl`` (512 claims, each with its ~10 candidate passages in the prompt):
+Veri-R1's offline variant (one think-and-answer turn over the given entries, no search, no JVM). A seeded shuffle
+puts ``--eval-prompts`` claims aside for evaluation; the rest are the training prompts. From the same start (the
+embedded model's fp32 copy, a fresh LoRA adapter each time), through the real TRL engine
+(:func:`evigraph.training.trl_engine.train_stage`, ``AgentGRPOTrainer`` with the graph as its rollout):
+
+- ``outcome``: ``advantage.mode=grpo`` on Veri-R1's scalar reward (``final``: label x validity + evidence + format);
+- ``typed``: ``advantage.mode=process_additive`` with a typed process reward mixed in: StepGap's ``typed`` reward
+  (preset ``typed_shape``) on the run read as a StepGap trace (``mix`` term ``veri-r1->stepgap``). Veri-R1's own
+  reward has no per-step values, and StepGap's checker needs a judge: the judge is the same embedded model,
+  frozen (``judge=embedded``, a separate copy; NLI falls back to it). The sample's outcome is the same Veri-R1
+  scalar; the typed values act per step only (``process_in_scalar`` off).
+
+Before training and after each run, every held-out claim is answered greedily (temperature 0) by the same graph,
+scored by Veri-R1's reward: ``reward_before``, ``reward_after`` (outcome run), ``typed_after`` (typed run). The
+plot shows the mean training reward (Veri-R1's scalar, sampled at the config's temperature) per step of both runs.
+
+``overhead``: one generation batch of the same prompts (the graph's rendered first-turn prompt, decoded back to
+text for TRL), same model, same ``max_completion_length`` and sampling, timed through TRL's
+``_generate_and_score_completions`` twice: with our graph rollout (``AgentGRPOTrainer``) and with TRL's own
+built-in generation (``GRPOTrainer`` without ``rollout_func``), each as seconds per generated token; the ratio
+is ours over TRL's (goal ≤ 1.3). ``s_per_step`` is the mean training step time of both runs.
+
+    python benchmarks/learning.py [--steps 20] [--eval-prompts 64] [--batch 2] [--max-new-tokens 256] \
+        [--out DIR] [--plot FILE]
+
+Short smoke run (tens of minutes on a 2-core CPU): ``--steps 2 --eval-prompts 8 --max-new-tokens 64``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "veri-r1-claim-verification" / "test_offline.jsonl"
+LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+JUDGE = "embedded"
+
+
+def split(path: Path, *, eval_prompts: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The offline claims as graph inputs (given entries, gold), shuffled with ``seed``: (train, held out)."""
+    from evigraph.agents.veri_r1.data import claim_record_from_mapping
+    from evigraph.jsonl import iter_json_objects
+
+    inputs = []
+    for _, data in iter_json_objects(path):
+        record = claim_record_from_mapping(data)
+        if not record.passages or record.gold is None:
+            continue
+        inputs.append(
+            {
+                "id": record.id,
+                "claim": record.claim,
+                "evidence": [p.model_dump() for p in record.passages],
+                "gold": {"label": record.gold.label, "evidence": list(record.gold.evidence)},
+            }
+        )
+    random.Random(seed).shuffle(inputs)
+    if eval_prompts >= len(inputs):
+        raise SystemExit(f"--eval-prompts {eval_prompts}: {path} has only {len(inputs)} usable claims")
+    return inputs[eval_prompts:], inputs[:eval_prompts]
+
+
+def train_config(args: argparse.Namespace, *, typed: bool) -> Any:
+    """The shipped veri-r1 config, offline, on the TRL engine, sized for one CPU."""
+    from evigraph.training.config import load_train_config
+
+    group = args.num_generations
+    overrides = [
+        "engine=trl",
+        "agent_config.offline=true",
+        f"agent_config.offline_max_new_tokens={args.max_new_tokens}",
+        f"trl.max_length={args.max_length}",
+        f"trl.lora={json.dumps(LORA)}",
+        f"trl.args.num_generations={group}",
+        f"trl.args.per_device_train_batch_size={args.batch * group}",
+        "trl.args.steps_per_generation=1",
+        "trl.args.gradient_accumulation_steps=1",
+        f"trl.args.learning_rate={args.lr}",
+        "trl.args.warmup_steps=0",
+        "trl.args.beta=0.0",  # no reference pass: half the CPU per step (the LoRA start is the reference anyway)
+        f"trl.args.save_steps={args.steps}",
+        "trl.args.disable_tqdm=true",
+        f"trl.args.seed={args.seed}",
+    ]
+    if typed:
+        mix = {
+            "outcome_weight": 1.0,
+            "process": [
+                {
+                    "name": "gap",
+                    "adapter": "veri-r1->stepgap",
+                    "reward": "typed",
+                    "options": {"preset": "typed_shape", "lam": 1.0},
+                    "value": "bracket",
+                    "em_from": "label",
+                    "weight": 1.0,
+                    "judge": JUDGE,
+                }
+            ],
+        }
+        overrides += ["advantage.mode=process_additive", "advantage.coef=1.0", f"mix={json.dumps(mix)}"]
+    else:
+        overrides += ["advantage.mode=grpo"]
+    return load_train_config("veri-r1", overrides)
+
+
+def executor_of(config: Any) -> Any:
+    from evigraph.training.executor import GraphExecutor, RolloutConfig
+
+    rollout = RolloutConfig(
+        agent=config.agent,
+        agent_config=config.agent_config,
+        reward=config.reward,
+        outcome=config.outcome,
+        step_value=config.step_value,
+        mix=config.mix,
+    )
+    return GraphExecutor(rollout, resources={"search": None})
+
+
+def greedy_eval(
+    executor: Any, model: Any, tokenizer: Any, held_out: list[dict[str, Any]], budget: int
+) -> dict[str, float]:
+    """Means over greedy answers to the held-out claims (one batch of concurrent episodes): ``reward`` (Veri-R1's
+    scalar) and each of its components (``veri-r1/label``, ``veri-r1/format`` ...)."""
+    import torch
+
+    from evigraph.embed.loop import run_sync
+    from evigraph.generators.transformers import TransformersGenerator
+    from evigraph.training.data import prompt_line
+    from evigraph.training.scripted_engine import ScriptedSamplingParams
+    from evigraph.training.trl_rollout import PolicyEngine
+
+    labels = [prompt_line("veri-r1", g)["label"] for g in held_out]
+    generator = TransformersGenerator.from_model(model, tokenizer, max_batch_size=64)
+    engine = PolicyEngine(generator)
+    greedy = ScriptedSamplingParams(temperature=0.0, top_p=1.0, seed=0)
+
+    async def episodes() -> list[dict[str, Any]]:
+        import asyncio
+
+        return await asyncio.gather(
+            *(executor.execute(label, label, greedy, budget, tokenizer, engine) for label in labels)
+        )
+
+    model.eval()
+    try:
+        with torch.no_grad():
+            responses = run_sync(episodes)
+    finally:
+        generator.close()
+    means = {"reward": statistics.fmean(float(r["reward"]) for r in responses)}
+    logs = [r.get("extra_logs") or {} for r in responses]
+    for name in sorted({k for log in logs for k, v in log.items() if isinstance(v, int | float)}):
+        means[name] = statistics.fmean(float(log.get(name, 0.0)) for log in logs)
+    return means
+
+
+def train(args: argparse.Namespace, *, typed: bool, prompts: Path, out: Path) -> tuple[Any, list[dict[str, Any]]]:
+    """One LoRA GRPO run from the embedded model's start: (the merged trained model's dir, its log history)."""
+    from evigraph.training import trl_engine
+
+    config = train_config(args, typed=typed)
+    result = trl_engine.train_stage(
+        config,
+        executor_of(config),
+        prompts=prompts,
+        model=trl_engine.load_policy("smollm2"),
+        out=out,
+        max_steps=args.steps,
+    )
+    return result.model_dir, result.log_history
+
+
+def generation_seconds_per_token(trainer: Any, batch: list[dict[str, Any]]) -> tuple[float, list[int]]:
+    """Time one ``_generate_and_score_completions`` of ``batch``: (seconds per generated policy token, each
+    sample's policy tokens)."""
+    start = time.perf_counter()
+    output = trainer._generate_and_score_completions(batch)
+    seconds = time.perf_counter() - start
+    mask = output["completion_mask"]
+    if "tool_mask" in output:
+        mask = mask * output["tool_mask"]
+    lengths = [int(n) for n in mask.sum(dim=1).tolist()]
+    return seconds / max(1, sum(lengths)), lengths
+
+
+def overhead(args: argparse.Namespace, train_inputs: list[dict[str, Any]], work: Path) -> dict[str, Any]:
+    """Our graph rollout's generation time per token over TRL's built-in generation's (same model and prompts)."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from evigraph.training import trl_engine
+    from evigraph.training.data import write_prompt_dataset
+    from evigraph.training.trl_rollout import GraphRollout
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    config = train_config(args, typed=False)
+    group = args.num_generations
+    inputs = train_inputs[: args.batch]
+    prompts = work / "overhead-prompts.jsonl"
+    write_prompt_dataset("veri-r1", inputs, prompts)
+    rows = trl_engine._episodes(prompts)
+    grpo = trl_engine.grpo_config(config, out=work / "overhead-ours", max_steps=1)
+    model, tokenizer = trl_engine.load_policy("smollm2")
+    rollout = GraphRollout(executor_of(config), max_length=args.max_length, num_generations=group)
+    ours = trl_engine.AgentGRPOTrainer(
+        model=model,
+        reward_funcs=[trl_engine.outcome],
+        args=grpo,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        advantage=config.advantage,
+    )
+    batch = [row for row in rows for _ in range(group)]
+    try:
+        ours_spt, ours_tokens = generation_seconds_per_token(ours, batch)
+        texts = [tokenizer.decode(s.prompt_ids) for s in rollout.last[::group]]
+    finally:
+        rollout.close()
+    # TRL's own generation: the same rendered prompts as plain text, the same cap and sampling, a trivial reward.
+    kwargs = trl_engine.grpo_kwargs(config, out=work / "overhead-trl", max_steps=1)
+    kwargs["max_completion_length"] = args.max_new_tokens
+    from trl import GRPOConfig
+
+    plain_model, _ = trl_engine.load_policy("smollm2")
+    theirs = GRPOTrainer(
+        model=plain_model,
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+        args=GRPOConfig(**kwargs),
+        train_dataset=Dataset.from_list([{"prompt": t} for t in texts]),
+        processing_class=tokenizer,
+    )
+    repeated = [{"prompt": text} for text in texts for _ in range(group)]
+    theirs_spt, theirs_tokens = generation_seconds_per_token(theirs, repeated)
+    return {
+        "overhead": ours_spt / theirs_spt,
+        "ours_ms_per_token": ours_spt * 1e3,
+        "trl_ms_per_token": theirs_spt * 1e3,
+        "ours_tokens": ours_tokens,
+        "trl_tokens": theirs_tokens,
+    }
+
+
+def step_rewards(history: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    return [(int(h["step"]), float(h["reward"])) for h in history if "reward" in h and "step" in h]
+
+
+def step_seconds(history: list[dict[str, Any]], steps: int) -> float:
+    runtime = [float(h["train_runtime"]) for h in history if "train_runtime" in h]
+    return runtime[-1] / max(1, steps) if runtime else float("nan")
+
+
+def plot(runs: dict[str, list[tuple[int, float]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4))
+    for name, points in runs.items():
+        axes.plot([s for s, _ in points], [r for _, r in points], marker="o", label=name)
+    axes.set_xlabel("GRPO step")
+    axes.set_ylabel("mean Veri-R1 reward of the step's samples")
+    axes.set_title("Veri-R1 offline, SmolLM2-135M + LoRA, TRL engine on CPU")
+    axes.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=20, help="GRPO steps per run")
+    parser.add_argument("--eval-prompts", type=int, default=64, help="held-out claims, greedy, before and after")
+    parser.add_argument("--batch", type=int, default=2, help="prompts per step")
+    parser.add_argument("--num-generations", type=int, default=3, help="samples per prompt (the config's 3)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="the offline turn's token cap")
+    parser.add_argument("--max-length", type=int, default=2048, help="an episode's sequence budget")
+    parser.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path, default=DATA, help="Veri-R1's test_offline.jsonl")
+    parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp dir)")
+    parser.add_argument("--plot", type=Path, default=None, help="reward-per-step plot (default: OUT/learning.png)")
+    parser.add_argument("--skip-overhead", action="store_true", help="do not time the generation overhead")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="evigraph-learning-"))
+    out.mkdir(parents=True, exist_ok=True)
+    plot_path = args.plot or out / "learning.png"
+
+    import torch
+
+    from evigraph.training import trl_engine
+    from evigraph.training.data import write_prompt_dataset
+
+    torch.manual_seed(args.seed)
+    train_inputs, held_out = split(args.data, eval_prompts=args.eval_prompts, seed=args.seed)
+    prompts = out / "prompts.jsonl"
+    write_prompt_dataset("veri-r1", train_inputs[: args.steps * args.batch], prompts)
+    print(f"{len(held_out)} held-out claims, {args.steps * args.batch} training prompts, work folder {out}", flush=True)
+    evaluator = executor_of(train_config(args, typed=False))
+
+    def evaluate(spec: str) -> dict[str, float]:
+        start = time.perf_counter()
+        model, tokenizer = trl_engine.load_policy(spec)
+        means = greedy_eval(evaluator, model, tokenizer, held_out, args.max_length)
+        print(f"greedy eval of {spec}: {json.dumps(means)} ({time.perf_counter() - start:.0f} s)", flush=True)
+        return means
+
+    timings: dict[str, float] = {}
+    results: dict[str, Any] = {}
+    if not args.skip_overhead:
+        start = time.perf_counter()
+        results.update(overhead(args, train_inputs, out))
+        timings["overhead_s"] = time.perf_counter() - start
+        print(f"overhead: {json.dumps(results)} ({timings['overhead_s']:.0f} s)", flush=True)
+    start = time.perf_counter()
+    before = evaluate("smollm2")
+    timings["eval_s"] = time.perf_counter() - start
+    histories: dict[str, list[dict[str, Any]]] = {}
+    after: dict[str, dict[str, float]] = {}
+    for name in ("outcome", "typed"):
+        start = time.perf_counter()
+        model_dir, histories[name] = train(args, typed=name == "typed", prompts=prompts, out=out / name)
+        timings[f"train_{name}_s"] = time.perf_counter() - start
+        print(f"{name}: rewards per step {step_rewards(histories[name])} ({timings[f'train_{name}_s']:.0f} s)")
+        after[name] = evaluate(model_dir)
+    plot({name: step_rewards(h) for name, h in histories.items()}, plot_path)
+    per_step = statistics.fmean(step_seconds(h, args.steps) for h in histories.values())
+    (out / "result.json").write_text(
+        json.dumps({"before": before, "after": after, "timings": timings, **results, "histories": histories}, indent=1)
+    )
+    print(f"timings: {json.dumps({k: round(v) for k, v in timings.items()})}; plot {plot_path}")
+    print(
+        f"RESULT reward_before={before['reward']:.4f} reward_after={after['outcome']['reward']:.4f} "
+        f"typed_after={after['typed']['reward']:.4f} "
+        f"steps={args.steps} s_per_step={per_step:.1f} overhead={results.get('overhead', float('nan')):.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
