@@ -21,7 +21,10 @@ plot shows the mean training reward (Veri-R1's scalar, sampled at the config's t
 text for TRL), same model, same ``max_completion_length`` and sampling, timed through TRL's
 ``_generate_and_score_completions`` twice: with our graph rollout (``AgentGRPOTrainer``) and with TRL's own
 built-in generation (``GRPOTrainer`` without ``rollout_func``), each as seconds per generated token; the ratio
-is ours over TRL's (goal ≤ 1.3). ``s_per_step`` is the mean training step time of both runs.
+is ours over TRL's (goal ≤ 1.3). One timing each, ours first (it pays the first ``generate``'s warm-up).
+``s_per_step`` / ``typed_s_per_step``: the mean step time (TRL's ``step_time``) of each run; the typed run's
+includes the frozen judge's checks. Everything else (per-step logs, components, timings) goes to
+``OUT/result.json``.
 
     python benchmarks/learning.py [--steps 20] [--eval-prompts 64] [--batch 2] [--max-new-tokens 256] \
         [--out DIR] [--plot FILE]
@@ -130,9 +133,9 @@ def executor_of(config: Any) -> Any:
 
 def greedy_eval(
     executor: Any, model: Any, tokenizer: Any, held_out: list[dict[str, Any]], budget: int
-) -> dict[str, float]:
+) -> tuple[dict[str, float], str]:
     """Means over greedy answers to the held-out claims (one batch of concurrent episodes): ``reward`` (Veri-R1's
-    scalar) and each of its components (``veri-r1/label``, ``veri-r1/format`` ...)."""
+    scalar) and each of its components (``veri-r1/label``, ``veri-r1/format`` ...); and the first answer's text."""
     import torch
 
     from evigraph.embed.loop import run_sync
@@ -163,7 +166,9 @@ def greedy_eval(
     logs = [r.get("extra_logs") or {} for r in responses]
     for name in sorted({k for log in logs for k, v in log.items() if isinstance(v, int | float)}):
         means[name] = statistics.fmean(float(log.get(name, 0.0)) for log in logs)
-    return means
+    first = responses[0]
+    start = min((a for a, b in first["action_ranges"] if b > a), default=len(first["observation_tokens"]))
+    return means, tokenizer.decode(first["observation_tokens"][start:])
 
 
 def train(args: argparse.Namespace, *, typed: bool, prompts: Path, out: Path) -> tuple[Any, list[dict[str, Any]]]:
@@ -258,6 +263,10 @@ def step_rewards(history: list[dict[str, Any]]) -> list[tuple[int, float]]:
 
 
 def step_seconds(history: list[dict[str, Any]], steps: int) -> float:
+    """Mean step time (TRL's ``step_time`` log; else the run's time over its steps)."""
+    times = [float(h["step_time"]) for h in history if "step_time" in h]
+    if times:
+        return statistics.fmean(times)
     runtime = [float(h["train_runtime"]) for h in history if "train_runtime" in h]
     return runtime[-1] / max(1, steps) if runtime else float("nan")
 
@@ -315,8 +324,9 @@ def main() -> None:
     def evaluate(spec: str) -> dict[str, float]:
         start = time.perf_counter()
         model, tokenizer = trl_engine.load_policy(spec)
-        means = greedy_eval(evaluator, model, tokenizer, held_out, args.max_length)
+        means, example = greedy_eval(evaluator, model, tokenizer, held_out, args.max_length)
         print(f"greedy eval of {spec}: {json.dumps(means)} ({time.perf_counter() - start:.0f} s)", flush=True)
+        print(f"  first held-out answer: {example!r}", flush=True)
         return means
 
     timings: dict[str, float] = {}
@@ -338,7 +348,7 @@ def main() -> None:
         print(f"{name}: rewards per step {step_rewards(histories[name])} ({timings[f'train_{name}_s']:.0f} s)")
         after[name] = evaluate(model_dir)
     plot({name: step_rewards(h) for name, h in histories.items()}, plot_path)
-    per_step = statistics.fmean(step_seconds(h, args.steps) for h in histories.values())
+    per_step = {name: step_seconds(h, args.steps) for name, h in histories.items()}
     (out / "result.json").write_text(
         json.dumps({"before": before, "after": after, "timings": timings, **results, "histories": histories}, indent=1)
     )
@@ -346,7 +356,8 @@ def main() -> None:
     print(
         f"RESULT reward_before={before['reward']:.4f} reward_after={after['outcome']['reward']:.4f} "
         f"typed_after={after['typed']['reward']:.4f} "
-        f"steps={args.steps} s_per_step={per_step:.1f} overhead={results.get('overhead', float('nan')):.3f}"
+        f"steps={args.steps} s_per_step={per_step['outcome']:.1f} typed_s_per_step={per_step['typed']:.1f} "
+        f"overhead={results.get('overhead', float('nan')):.3f}"
     )
 
 
