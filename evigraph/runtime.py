@@ -12,7 +12,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ("available_cpus", "cache_root", "configure_torch_threads", "quiet_progress_bars", "tune_gc_for_long_run")
+__all__ = (
+    "available_cpus",
+    "cache_root",
+    "configure_torch_threads",
+    "pid_alive",
+    "quiet_progress_bars",
+    "tune_gc_for_long_run",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -109,3 +116,14 @@ def quiet_progress_bars() -> Iterator[None]:
     finally:
         if was_enabled:
             transformers_logging.enable_progress_bar()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one owned by another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

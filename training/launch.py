@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evigraph.errors import ConfigError
+from evigraph.runtime import pid_alive
 from evigraph.training import advantage_patch, executor
 from evigraph.training.config import OPENRLHF_MODULE
 
@@ -94,7 +95,7 @@ def wait_for_server(url: str, *, timeout: float, pid: int | None = None, interva
                     return
         except (urllib.error.URLError, OSError):
             pass
-        if pid is not None and not _alive(pid):
+        if pid is not None and not pid_alive(pid):
             raise ConfigError(f"the retrieval server (pid {pid}) exited before answering at {health}")
         if time.monotonic() >= deadline:
             raise ConfigError(f"no retrieval server answered at {health} within {timeout:g} s")
@@ -114,14 +115,6 @@ def set_retriever_url(path: str | os.PathLike[str] | None, url: str) -> None:
     config = executor.load_rollout_config(source).model_copy(update={"retriever_url": url, "corpus": None})
     atomic_write(Path(source), config.model_dump_json(indent=2) + "\n")  # type: ignore[arg-type]
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.errors import GeneratorError, MissingDependencyError
-from evigraph.runtime import cache_root, quiet_progress_bars
+from evigraph.runtime import cache_root, pid_alive, quiet_progress_bars
 
 __all__ = (
     "EMBEDDED_MODEL_NAME",
@@ -123,14 +123,6 @@ def embedded_model_status(cache_dir: Path | None = None) -> EmbeddedModelStatus:
         gguf_reader_installed=all(importlib.util.find_spec(name) is not None for name in ("gguf", "accelerate")),
     )
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -141,7 +133,7 @@ def _remove_stale_temporaries(target: Path) -> None:
             pid = int(leftover.name.rsplit("-", 2)[-2])
         except (ValueError, IndexError):
             continue
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             logger.info("removing the leftover of an interrupted model conversion: %s", leftover)
             shutil.rmtree(leftover, ignore_errors=True)
 
