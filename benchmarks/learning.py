@@ -118,17 +118,10 @@ def train_config(args: argparse.Namespace, *, typed: bool) -> Any:
 
 
 def executor_of(config: Any) -> Any:
+    from evigraph.config import settings_for
     from evigraph.training.executor import GraphExecutor, RolloutConfig
 
-    rollout = RolloutConfig(
-        agent=config.agent,
-        agent_config=config.agent_config,
-        reward=config.reward,
-        outcome=config.outcome,
-        step_value=config.step_value,
-        mix=config.mix,
-    )
-    return GraphExecutor(rollout, resources={"search": None})
+    return GraphExecutor(settings_for(RolloutConfig, config), resources={"search": None})
 
 
 def greedy_eval(

@@ -222,6 +222,7 @@ def _stage_plan(
     retriever_url: str | None,
     flags: dict[str, Any],
 ) -> StagePlan:
+    from evigraph.config import settings_for
     from evigraph.files import atomic_write
     from evigraph.training import advantage_patch, executor
     from evigraph.training.config import openrlhf_argv
@@ -230,18 +231,9 @@ def _stage_plan(
     out.mkdir(parents=True, exist_ok=True)
     prompts = out / "prompts.jsonl"
     n_prompts = write_prompt_dataset(config.agent, inputs, prompts)
-    rollout = executor.RolloutConfig(
-        agent=config.agent,
-        agent_config=config.agent_config,
-        reward=config.reward,
-        reward_options=config.reward_options,
-        outcome=config.outcome,
-        step_value=config.step_value,
-        retriever_url=retriever_url,
-        judge=config.judge,
-        nli=config.nli,
-        mix=config.mix,
-        run_dir=str(out.resolve()),
+    # The rollout takes every field the training config shares with it, plus where this run searches and logs.
+    rollout = settings_for(executor.RolloutConfig, config).model_copy(
+        update={"retriever_url": retriever_url, "run_dir": str(out.resolve())}
     )
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {
