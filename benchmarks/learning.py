@@ -73,6 +73,68 @@ def split(path: Path, *, eval_prompts: int, seed: int) -> tuple[list[dict[str, A
     return inputs[eval_prompts:], inputs[:eval_prompts]
 
 
+def gold_reply(graph_input: dict[str, Any]) -> str:
+    """The warm start's target: a one-sentence think naming the entries checked, then the gold label and the gold
+    ids that are among the given entries (the answer format of the offline prompt)."""
+    shown = {e["id"] for e in graph_input["evidence"]}
+    cited = [i for i in graph_input["gold"]["evidence"] if i in shown]
+    checked = ", ".join(f"[[{i}]]" for i in cited) or "the given entries"
+    label = {"SUPPORTS": "SUPPORT", "REFUTES": "REFUTE"}.get(graph_input["gold"]["label"], graph_input["gold"]["label"])
+    evidence = ", ".join(f"[[{i}]]" for i in cited)
+    return (
+        f"<think>I compare each part of the claim with {checked}.</think>\n"
+        f"<answer>\nLabel: {label}\nEvidence: {evidence}\n</answer>"
+    )
+
+
+def warm_start(args: argparse.Namespace, examples: list[dict[str, Any]], out: Path) -> Path:
+    """A short full fine-tune (TRL's ``SFTTrainer``) of the embedded model on gold replies to training claims no
+    GRPO run sees: the shared start of both runs. From the base model every sample scores 0 (it never writes a
+    well-formed answer), so GRPO on the outcome alone has no signal; the warm start teaches the form only, the
+    label is still the model's to get right. Returns the warmed model's directory."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from evigraph.agents.veri_r1.prompts import offline_prompt
+    from evigraph.training import trl_engine
+    from evigraph.trajectory import Evidence
+
+    model, tokenizer = trl_engine.load_policy("smollm2")
+    rows = []
+    for graph_input in examples:
+        message = offline_prompt(graph_input["claim"], [Evidence.model_validate(e) for e in graph_input["evidence"]])
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+        )
+        rows.append({"prompt": prompt, "completion": gold_reply(graph_input)})
+    target = out / "warm-start"
+    trainer = SFTTrainer(
+        model=model,
+        args=SFTConfig(
+            output_dir=str(out / "warm-start-run"),
+            max_length=args.max_length,
+            per_device_train_batch_size=4,
+            num_train_epochs=1,
+            learning_rate=args.sft_lr,
+            lr_scheduler_type="constant",
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
+            seed=args.seed,
+            use_cpu=not __import__("torch").cuda.is_available(),
+        ),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    losses = [round(h["loss"], 3) for h in trainer.state.log_history if "loss" in h]
+    print(f"warm start: {len(rows)} gold replies, loss per step {losses}", flush=True)
+    trainer.save_model(str(target))
+    tokenizer.save_pretrained(str(target))
+    return target
+
+
 def train_config(args: argparse.Namespace, *, typed: bool) -> Any:
     """The shipped veri-r1 config, offline, on the TRL engine, sized for one CPU."""
     from evigraph.training.config import load_train_config
@@ -108,6 +170,7 @@ def train_config(args: argparse.Namespace, *, typed: bool) -> Any:
                     "em_from": "label",
                     "weight": 1.0,
                     "judge": JUDGE,
+                    "judge_settings": {"max_new_tokens": args.judge_tokens},
                 }
             ],
         }
@@ -164,7 +227,9 @@ def greedy_eval(
     return means, tokenizer.decode(first["observation_tokens"][start:])
 
 
-def train(args: argparse.Namespace, *, typed: bool, prompts: Path, out: Path) -> tuple[Any, list[dict[str, Any]]]:
+def train(
+    args: argparse.Namespace, *, start: str, typed: bool, prompts: Path, out: Path
+) -> tuple[Any, list[dict[str, Any]]]:
     """One LoRA GRPO run from the embedded model's start: (the merged trained model's dir, its log history)."""
     from evigraph.training import trl_engine
 
@@ -173,7 +238,7 @@ def train(args: argparse.Namespace, *, typed: bool, prompts: Path, out: Path) ->
         config,
         executor_of(config),
         prompts=prompts,
-        model=trl_engine.load_policy("smollm2"),
+        model=trl_engine.load_policy(start),
         out=out,
         max_steps=args.steps,
     )
@@ -292,6 +357,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256, help="the offline turn's token cap")
     parser.add_argument("--max-length", type=int, default=2048, help="an episode's sequence budget")
     parser.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
+    parser.add_argument("--warm-start", type=int, default=96, help="gold replies to SFT on first (0: none)")
+    parser.add_argument("--sft-lr", type=float, default=5e-5, help="the warm start's learning rate")
+    parser.add_argument("--judge-tokens", type=int, default=128, help="the typed run's judge token cap")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DATA, help="Veri-R1's test_offline.jsonl")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp dir)")
@@ -330,24 +398,37 @@ def main() -> None:
         timings["overhead_s"] = time.perf_counter() - start
         print(f"overhead: {json.dumps(results)} ({timings['overhead_s']:.0f} s)", flush=True)
     start = time.perf_counter()
-    before = evaluate("smollm2")
+    base = evaluate("smollm2")
     timings["eval_s"] = time.perf_counter() - start
+    first = "smollm2"
+    if args.warm_start:
+        used = args.steps * args.batch
+        start = time.perf_counter()
+        first = str(warm_start(args, train_inputs[used : used + args.warm_start], out))
+        timings["warm_start_s"] = time.perf_counter() - start
+        before = evaluate(first)
+    else:
+        before = base
     histories: dict[str, list[dict[str, Any]]] = {}
     after: dict[str, dict[str, float]] = {}
     for name in ("outcome", "typed"):
         start = time.perf_counter()
-        model_dir, histories[name] = train(args, typed=name == "typed", prompts=prompts, out=out / name)
+        model_dir, histories[name] = train(args, start=first, typed=name == "typed", prompts=prompts, out=out / name)
         timings[f"train_{name}_s"] = time.perf_counter() - start
         print(f"{name}: rewards per step {step_rewards(histories[name])} ({timings[f'train_{name}_s']:.0f} s)")
         after[name] = evaluate(model_dir)
     plot({name: step_rewards(h) for name, h in histories.items()}, plot_path)
     per_step = {name: step_seconds(h, args.steps) for name, h in histories.items()}
     (out / "result.json").write_text(
-        json.dumps({"before": before, "after": after, "timings": timings, **results, "histories": histories}, indent=1)
+        json.dumps(
+            {"base": base, "before": before, "after": after, "timings": timings, **results, "histories": histories},
+            indent=1,
+        )
     )
     print(f"timings: {json.dumps({k: round(v) for k, v in timings.items()})}; plot {plot_path}")
     print(
-        f"RESULT reward_before={before['reward']:.4f} reward_after={after['outcome']['reward']:.4f} "
+        f"RESULT reward_base={base['reward']:.4f} reward_before={before['reward']:.4f} "
+        f"reward_after={after['outcome']['reward']:.4f} "
         f"typed_after={after['typed']['reward']:.4f} "
         f"steps={args.steps} s_per_step={per_step['outcome']:.1f} typed_s_per_step={per_step['typed']:.1f} "
         f"overhead={results.get('overhead', float('nan')):.3f}"

@@ -21,6 +21,7 @@ mix:
       em_from: label              # the agent's component that says the outcome was right (> 0)
       weight: 0.5
       judge: openai:teacher@http://127.0.0.1:8001/v1
+      judge_settings: {max_new_tokens: 256}   # any generator setting but the model (optional)
       nli: /models/deberta-v3-large-nli
 ```
 """
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evigraph.errors import ConfigError
 from evigraph.rewards import AgentReward, Rewards
@@ -82,7 +83,20 @@ class ProcessTerm(BaseModel):
     em_from: str
     weight: float = 1.0
     judge: str
+    judge_settings: dict[str, Any] = Field(default_factory=dict)
+    """The judge's generator settings besides its model (``max_new_tokens``, ``temperature`` ...): a small
+    judge on a CPU is affordable only with a short token cap."""
     nli: str | None = None
+
+    @field_validator("judge_settings")
+    @classmethod
+    def _settings_are_generator_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        from evigraph.config import GeneratorConfig
+
+        if "model" in settings:
+            raise ValueError("the judge's model is `judge`, not a judge_settings key")
+        GeneratorConfig.model_validate({"model": "x", **settings})
+        return settings
 
 
 class RewardMix(BaseModel):
@@ -146,7 +160,7 @@ def build_mix(mix: RewardMix) -> MixedReward:
         reward = checker_agent.reward(term.reward)
         if term.options:
             reward = reward.configure(reward.options.model_validate(term.options))  # type: ignore[attr-defined]
-        judge = make_generator(GeneratorConfig(model=term.judge))
+        judge = make_generator(GeneratorConfig.model_validate({**term.judge_settings, "model": term.judge}))
         factory = checker_agent.require("checker")
         service = CheckerService(factory(judge, nli=make_nli(term.nli) if term.nli else None))
         terms.append((term, to_trace, reward, service))

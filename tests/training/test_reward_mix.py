@@ -133,3 +133,23 @@ def test_concurrently_checked_traces_share_nli_batches() -> None:
     assert all("stageD" in c.steps[1].pipeline_path for c in checks)  # both traces reach the NLI
     assert service.misses == 2 and nli.calls == 1 and len(nli.pairs) == 4  # one engine call for both traces
     assert service.provenance["nli"] == "fake-nli"
+
+
+def test_judge_settings_reach_the_judge_and_bad_ones_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from evigraph.training import reward_mix
+
+    term = {"name": "gap", "adapter": "veri-r1->stepgap", "reward": "typed", "em_from": "label", "judge": "smollm2"}
+    seen: list[Any] = []
+    monkeypatch.setattr(
+        "evigraph.generators.factory.make_generator", lambda config: seen.append(config) or ScriptedGenerator([])
+    )
+    reward_mix.build_mix(
+        RewardMix.model_validate({"process": [{**term, "judge_settings": {"max_new_tokens": 48, "temperature": 0}}]})
+    )
+    assert (seen[0].model, seen[0].max_new_tokens, seen[0].temperature) == ("smollm2", 48, 0)
+    with pytest.raises(ValidationError, match="max_new_token"):
+        RewardMix.model_validate({"process": [{**term, "judge_settings": {"max_new_token": 48}}]})
+    with pytest.raises(ValidationError, match="the judge's model is `judge`"):
+        RewardMix.model_validate({"process": [{**term, "judge_settings": {"model": "other"}}]})
