@@ -2,9 +2,13 @@
 
 The data is the shared ``test_offline.jsonl`` (512 claims, each with its ~10 candidate passages in the prompt):
 Veri-R1's offline variant (one think-and-answer turn over the given entries, no search, no JVM). A seeded shuffle
-puts ``--eval-prompts`` claims aside for evaluation; the rest are the training prompts. From the same start (the
-embedded model's fp32 copy, a fresh LoRA adapter each time), through the real TRL engine
-(:func:`evigraph.training.trl_engine.train_stage`, ``AgentGRPOTrainer`` with the graph as its rollout):
+puts ``--eval-prompts`` claims aside for evaluation; the rest are the training prompts. The embedded model from its
+base never writes a well-formed answer (reward 0 on every sample, so outcome-only GRPO has no signal at all), so
+both runs start from one **warm start**: a short full fine-tune (TRL's ``SFTTrainer``) on ``--warm-start`` gold
+replies to training claims no GRPO run sees (a one-line think naming the gold entries, then the gold label and
+ids): it teaches the answer's form; which label is right stays the model's problem. From that start, with a fresh
+LoRA adapter each time, through the real TRL engine (:func:`evigraph.training.trl_engine.train_stage`,
+``AgentGRPOTrainer`` with the graph as its rollout):
 
 - ``outcome``: ``advantage.mode=grpo`` on Veri-R1's scalar reward (``final``: label x validity + evidence + format);
 - ``typed``: ``advantage.mode=process_additive`` with a typed process reward mixed in: StepGap's ``typed`` reward
@@ -13,9 +17,14 @@ embedded model's fp32 copy, a fresh LoRA adapter each time), through the real TR
   frozen (``judge=embedded``, a separate copy; NLI falls back to it). The sample's outcome is the same Veri-R1
   scalar; the typed values act per step only (``process_in_scalar`` off).
 
-Before training and after each run, every held-out claim is answered greedily (temperature 0) by the same graph,
-scored by Veri-R1's reward: ``reward_before``, ``reward_after`` (outcome run), ``typed_after`` (typed run). The
-plot shows the mean training reward (Veri-R1's scalar, sampled at the config's temperature) per step of both runs.
+Greedy evaluation (temperature 0, the same graph, Veri-R1's reward) of every held-out claim: the base model
+(``reward_base``), the warm start (``reward_before``), each run's final weights (``reward_after`` for the outcome
+run, ``typed_after`` for the typed one). The plot shows the mean training reward (Veri-R1's scalar, sampled at
+the config's temperature) per step of both runs.
+
+Stages are kept in OUT and reused by a rerun over the same OUT (the warm start, finished runs, evaluations), so the
+two runs can train in two processes at once on a machine with a free core (``--runs typed --no-eval`` beside
+``--runs outcome``) and a last run over the same OUT evaluates what is missing and prints the whole result.
 
 ``overhead``: one generation batch of the same prompts (the graph's rendered first-turn prompt, decoded back to
 text for TRL), same model, same ``max_completion_length`` and sampling, timed through TRL's
@@ -26,10 +35,10 @@ is ours over TRL's (goal ≤ 1.3). One timing each, ours first (it pays the firs
 includes the frozen judge's checks. Everything else (per-step logs, components, timings) goes to
 ``OUT/result.json``.
 
-    python benchmarks/learning.py [--steps 20] [--eval-prompts 64] [--batch 2] [--max-new-tokens 256] \
-        [--out DIR] [--plot FILE]
+    python benchmarks/learning.py [--steps 12] [--eval-prompts 64] [--batch 2] [--warm-start 64] \
+        [--max-new-tokens 128] [--runs outcome,typed] [--skip-base] [--no-eval] [--out DIR] [--plot FILE]
 
-Short smoke run (tens of minutes on a 2-core CPU): ``--steps 2 --eval-prompts 8 --max-new-tokens 64``.
+Short smoke run (tens of minutes on a 2-core CPU): ``--steps 1 --eval-prompts 4 --warm-start 32 --skip-base``.
 """
 
 from __future__ import annotations
@@ -350,11 +359,11 @@ def plot(runs: dict[str, list[tuple[int, float]]], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=20, help="GRPO steps per run")
+    parser.add_argument("--steps", type=int, default=12, help="GRPO steps per run")
     parser.add_argument("--eval-prompts", type=int, default=64, help="held-out claims, greedy, before and after")
     parser.add_argument("--batch", type=int, default=2, help="prompts per step")
     parser.add_argument("--num-generations", type=int, default=3, help="samples per prompt (the config's 3)")
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="the offline turn's token cap")
+    parser.add_argument("--max-new-tokens", type=int, default=128, help="the offline turn's token cap")
     parser.add_argument("--max-length", type=int, default=2048, help="an episode's sequence budget")
     parser.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
     parser.add_argument("--warm-start", type=int, default=96, help="gold replies to SFT on first (0: none)")
@@ -365,6 +374,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a new temp dir)")
     parser.add_argument("--plot", type=Path, default=None, help="reward-per-step plot (default: OUT/learning.png)")
     parser.add_argument("--skip-overhead", action="store_true", help="do not time the generation overhead")
+    parser.add_argument("--runs", default="outcome,typed", help="which GRPO runs (comma-separated)")
+    parser.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
+    parser.add_argument("--no-eval", action="store_true", help="train only (finished stages in OUT are reused)")
+    parser.add_argument("--overhead-only", action="store_true", help="time the overhead and stop (a quiet machine)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="evigraph-learning-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -383,11 +396,21 @@ def main() -> None:
     evaluator = executor_of(train_config(args, typed=False))
 
     def evaluate(spec: str) -> dict[str, float]:
+        # Evaluations are kept in OUT/evals/ by model: a rerun over the same OUT (or a run split over two
+        # processes, --runs) evaluates each model once.
+        cached = out / "evals" / (Path(spec).name if Path(spec).is_absolute() else spec).replace("/", "_")
+        cached = cached.with_name(f"{Path(spec).parent.name}-{cached.name}.json")
+        if cached.is_file():
+            means = json.loads(cached.read_text())
+            print(f"greedy eval of {spec} (kept): {json.dumps(means)}", flush=True)
+            return means
         start = time.perf_counter()
         model, tokenizer = trl_engine.load_policy(spec)
         means, example = greedy_eval(evaluator, model, tokenizer, held_out, args.max_length)
         print(f"greedy eval of {spec}: {json.dumps(means)} ({time.perf_counter() - start:.0f} s)", flush=True)
         print(f"  first held-out answer: {example!r}", flush=True)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(means))
         return means
 
     timings: dict[str, float] = {}
@@ -397,28 +420,38 @@ def main() -> None:
         results.update(overhead(args, train_inputs, out))
         timings["overhead_s"] = time.perf_counter() - start
         print(f"overhead: {json.dumps(results)} ({timings['overhead_s']:.0f} s)", flush=True)
-    start = time.perf_counter()
-    base = evaluate("smollm2")
-    timings["eval_s"] = time.perf_counter() - start
+    if args.overhead_only:
+        print(f"RESULT overhead={results['overhead']:.3f}")
+        return
+    missing = {"reward": float("nan")}
+    base = missing
+    if not args.skip_base:
+        start = time.perf_counter()
+        base = evaluate("smollm2")
+        timings["eval_s"] = time.perf_counter() - start
     first = "smollm2"
     if args.warm_start:
         used = args.steps * args.batch
         start = time.perf_counter()
-        first = str(warm_start(args, train_inputs[used : used + args.warm_start], out))
+        first = str(out / "warm-start")
+        if not (out / "warm-start" / "config.json").is_file():  # a finished warm start in OUT is reused
+            first = str(warm_start(args, train_inputs[used : used + args.warm_start], out))
         timings["warm_start_s"] = time.perf_counter() - start
-        before = evaluate(first)
-    else:
-        before = base
+    before = missing if args.no_eval else evaluate(first) if args.warm_start or args.skip_base else base
     histories: dict[str, list[dict[str, Any]]] = {}
     after: dict[str, dict[str, float]] = {}
-    for name in ("outcome", "typed"):
+    for name in args.runs.split(","):
         start = time.perf_counter()
+        # A run whose checkpoint in OUT has all its steps resumes to nothing: its weights and logs are reused.
         model_dir, histories[name] = train(args, start=first, typed=name == "typed", prompts=prompts, out=out / name)
         timings[f"train_{name}_s"] = time.perf_counter() - start
         print(f"{name}: rewards per step {step_rewards(histories[name])} ({timings[f'train_{name}_s']:.0f} s)")
-        after[name] = evaluate(model_dir)
+        after[name] = missing if args.no_eval else evaluate(model_dir)
+    for name in ("outcome", "typed"):
+        after.setdefault(name, missing)
+        histories.setdefault(name, [])
     plot({name: step_rewards(h) for name, h in histories.items()}, plot_path)
-    per_step = {name: step_seconds(h, args.steps) for name, h in histories.items()}
+    per_step = {name: step_seconds(h, args.steps) if h else float("nan") for name, h in histories.items()}
     (out / "result.json").write_text(
         json.dumps(
             {"base": base, "before": before, "after": after, "timings": timings, **results, "histories": histories},

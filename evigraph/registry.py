@@ -58,7 +58,21 @@ lowercase name is an agent command of its own, run as ``evigraph NAME AGENT`` (V
 RLSeek's ``prepare``); agents may share such a name."""
 
 BUILTIN_COMMANDS: frozenset[str] = frozenset(
-    {"info", "setup", "generate", "corpus", "eval", "score", "reward", "train", "train-sft", "export-sft", "help"}
+    {
+        "info",
+        "setup",
+        "generate",
+        "corpus",
+        "graph",
+        "report",
+        "eval",
+        "score",
+        "reward",
+        "train",
+        "train-sft",
+        "export-sft",
+        "help",
+    }
 )
 """Top-level command names no agent verb or command of its own may take."""
 
@@ -111,6 +125,9 @@ class AgentSpec(BaseModel):
     distill: str | None = None
     """``module:function`` turning one stored trajectory into SFT examples for a student of this agent
     (``evigraph export-sft AGENT --student``): a list of ``{"id", "messages"}`` dicts."""
+    report_view: str | None = None
+    """``module:function`` turning one line of the agent's ``predictions.jsonl`` (a dict, its ``gold`` included) into
+    a :class:`~evigraph.report.view.RecordView` for ``evigraph report`` (default: the generic view)."""
     verification: str | None = None
     """Embedding: ``module:function`` mapping the verifier graph's result (a dict with ``output`` and
     ``trajectory``) to a :class:`~evigraph.verification.Verification` (:mod:`evigraph.embed`)."""
@@ -173,6 +190,7 @@ class AgentSpec(BaseModel):
         "evaluation",
         "checker",
         "distill",
+        "report_view",
         "verification",
         "verifier_builder",
         "verifier_input_schema",
@@ -246,6 +264,8 @@ class LoadedAgent:
     """Checker agent name → reader of this agent's trajectories as that checker's traces."""
     checker: Callable[..., Any] | None = None
     distill: Callable[..., Any] | None = None
+    report_view: Callable[..., Any] | None = None
+    """Turns one prediction line into a :class:`~evigraph.report.view.RecordView` (``evigraph report``)."""
     verification: Callable[..., Any] | None = None
     verifier_builder: Callable[..., Any] | None = None
     verifier_input_schema: type | None = None
@@ -342,6 +362,7 @@ def _load(spec: AgentSpec) -> LoadedAgent:
         step_readers={name: get(f"step_readers.{name}", path, is_callable) for name, path in spec.step_readers.items()},
         checker=get("checker", spec.checker, is_callable),
         distill=get("distill", spec.distill, is_callable),
+        report_view=get("report_view", spec.report_view, is_callable),
         verification=get("verification", spec.verification, is_callable),
         verifier_builder=get("verifier_builder", spec.verifier_builder, is_callable),
         verifier_input_schema=get("verifier_input_schema", spec.verifier_input_schema, is_schema),

@@ -1,31 +1,60 @@
-"""Verify one claim in Python: the embedded model, the bundled demo corpus, the online Veri-R1 graph.
+"""Verify one claim with Veri-R1: the model plans, searches the bundled demo corpus (BM25) and answers with a
+label and the ids of the entries it cites. Each turn of the run is printed, then the verdict.
 
-    python examples/verify_claim.py "Hog Island Light was first lit in 1853."
+    python examples/verify_claim.py ["Hog Island Light was first lit in 1853."] [--model smollm2] [--corpus demo]
 
-Swap the generator for a real model (``make_generator(GeneratorConfig(model="openai:MODEL@URL"))``) and the
-corpus for your own (``evigraph corpus build``) -- the graph does not change.
+Swap ``--model`` for a real one (``openai:MODEL@URL``, a local checkpoint directory) and ``--corpus`` for your own
+(``evigraph corpus build``) -- the graph does not change.
+
+Expected output (embedded model, one run: 53 s in all on 2 CPU cores shared with a background benchmark, model
+loading included; the label and the cited entry are right, the model's reasoning is not -- a 135M model)::
+
+    --- policy
+    <plan>Look up Hog Island Light and check the claim.</plan>
+    <search>Hog Island Light</search>
+    --- environment
+    <information>
+    [[Hog Island Light_sentence_0]]: Hog Island Light was a lighthouse on Hog Island, ... The first tower on the
+    island was lit in 1852 to guide ships past the shoals off the Eastern Shore. ...
+    [[Cape Charles Light_sentence_0]]: ...
+    </information>
+    --- policy
+    <think>The entry places the island of Assateague Light on the island of Assateague, not on the island of
+    Capri. The entry is false.</think>
+    <answer>
+    Label: REFUTE
+    Evidence: [[Hog Island Light_sentence_0]]
+    </answer>
+
+    label=REFUTE evidence=['Hog Island Light_sentence_0'] format_ok=True
+    1 searches, 90 tokens, 30.1 s
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
+from typing import Any
 
 from evigraph.config import GeneratorConfig
 from evigraph.corpora.registry import resolve_corpus
+from evigraph.generators.base import Generator
 from evigraph.generators.factory import make_generator
 from evigraph.graphs.veri_r1 import build_veri_r1_graph
-from evigraph.tools.search import BM25Search
+from evigraph.tools.search import BM25Search, SearchTool
+
+CLAIM = "Hog Island Light was first lit in 1853."
 
 
-async def main(claim: str) -> None:
+async def verify(claim: str, generator: Generator, search: SearchTool) -> dict[str, Any]:
+    """One Veri-R1 run: the graph's result (``output`` and ``trajectory``)."""
     # The embedded 135M-parameter model runs in weak-model mode by default: a grammar built from the claim keeps
     # it inside the protocol and on the claim (inference only).
-    generator = make_generator(GeneratorConfig(model="smollm2"))
-    search = BM25Search(resolve_corpus("demo"), name="demo")
-    graph = build_veri_r1_graph(generator, search)
-    state = await graph.ainvoke({"claim": claim})
-    output, trajectory = state["output"], state["trajectory"]
+    return await build_veri_r1_graph(generator, search).ainvoke({"claim": claim})
+
+
+def show(result: dict[str, Any]) -> None:
+    output, trajectory = result["output"], result["trajectory"]
     for segment in trajectory.segments[1:]:
         print(f"--- {segment.origin}\n{segment.text.strip()}")
     print(f"\nlabel={output.label} evidence={output.evidence} format_ok={output.format_ok}")
@@ -33,5 +62,16 @@ async def main(claim: str) -> None:
     print(f"{output.n_searches} searches, {timing.generated_tokens} tokens, {timing.wall_s:.1f} s")
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("claim", nargs="?", default=CLAIM)
+    parser.add_argument("--model", default="smollm2", help="Any evigraph model spec (default: the embedded one).")
+    parser.add_argument("--corpus", default="demo", help="A corpus name or directory (default: the demo corpus).")
+    args = parser.parse_args(argv)
+    generator = make_generator(GeneratorConfig(model=args.model))
+    search = BM25Search(resolve_corpus(args.corpus), name=args.corpus)
+    show(asyncio.run(verify(args.claim, generator, search)))
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "Hog Island Light was first lit in 1853."))
+    main()

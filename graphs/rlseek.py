@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.agents.rlseek.prompts import detection_guide, detection_prompt, render, requote_note
+from evigraph.agents.rlseek.decoding import detection_guide
+from evigraph.agents.rlseek.prompts import detection_prompt, render, requote_note
 from evigraph.agents.rlseek.schemas import RLSeekConfig, RLSeekInputs, RLSeekOutput, RLSeekResult
 from evigraph.agents.rlseek.scoring import REWARD
 from evigraph.agents.rlseek.verdict import detect

@@ -411,7 +411,9 @@ class _Nodes:
         previous = run.transcript[-1]
         if previous.origin == "environment":  # after a search: the note joins its information turn
             merged = Segment(origin="environment", text=f"{previous.text}{note}")
-            extra = scope.count(Segment(origin="environment", text=note), previous) if scope.limit is not None else 0
+            # What the note adds: the merged turn's tokens less the information's, both after the policy turn.
+            before = run.transcript[-2]
+            extra = scope.count(merged, before) - scope.count(previous, before) if scope.limit is not None else 0
             transcript, n_tokens = (*run.transcript[:-1], merged), run.n_tokens + extra
         else:  # after an answer: a new environment turn
             segment, n_tokens = self._environment(run, scope, lambda _last: f"\n{note}", last)

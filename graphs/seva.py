@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evigraph.agents.seva.prompts import repair_note, show, verifier_transcript
-from evigraph.agents.seva.schemas import SevaConfig, SevaInputs, SevaOutput, SevaResult, Verdict
+from evigraph.agents.seva.decoding import verdict_schema
+from evigraph.agents.seva.prompts import Shown, repair_note, show, verifier_transcript
+from evigraph.agents.seva.schemas import SevaConfig, SevaInputs, SevaOutput, SevaResult
 from evigraph.agents.seva.scoring import REWARD
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.generators.base import Generator
@@ -23,8 +24,6 @@ from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_
 from evigraph.trajectory import Segment
 
 __all__ = ("build_seva_graph",)
-
-_VERDICT_GUIDE = Guide.json(Verdict)
 
 
 class State(SevaInputs, OneTurnState, total=False):
@@ -43,8 +42,10 @@ def build_seva_graph(
         shown = show(state["claim"], state["source"])
         return {"shown_claim": shown.claim, "shown_source": shown.source, "transcript": verifier_transcript(shown)}
 
-    def protocol(_state: State, scope: RunScope) -> dict[str, Any]:
-        return {"guide": _VERDICT_GUIDE} if scope.guided(config.guided, guide_kind="json") else {}
+    def protocol(state: State, scope: RunScope) -> dict[str, Any]:
+        if not scope.guided(config.guided, guide_kind="json"):
+            return {}
+        return {"guide": Guide.json(verdict_schema(Shown(state["shown_claim"], state["shown_source"])))}
 
     def read(state: State, last: Segment | None, _scope: RunScope) -> SevaOutput:
         return read_verdict(

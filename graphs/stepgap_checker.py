@@ -161,6 +161,9 @@ class _Nodes:
         params = scope.params(self.params)
         started = time.perf_counter()
         views = step_views(state["trace"], self.config)
+        # Weak-model mode: each reply decoded under a schema whose quote is one of the evidence's own sentences.
+        weak = scope.guided(None, guide_kind="json")
+        quote_words = (self.config.quote_min_words, self.config.quote_max_words) if weak else None
         waiting = [step.index for step in state["progress"] if step.pending == "A"]  # not reused, not failed
         judged = await asyncio.gather(
             *(
@@ -171,6 +174,7 @@ class _Nodes:
                     mode=self.config.judge_mode,
                     disabled=tuple(disabled),
                     max_chars=self.config.max_evidence_chars,
+                    quote_words=quote_words,
                 )
                 for i in waiting
             )

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,11 @@ def test_eval_score_and_reward_through_the_cli(tmp_path: Path) -> None:
     assert (report["n"], report["accuracy"], report["format_rate"]) == (4, 0.5, 0.75)
     assert json.loads(run.stdout) == {"n": 4, "accuracy": 0.5, "format_rate": 0.75, "n_failed_runs": 0}
     pinned = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    assert pinned["agent"] == "passage-check" and pinned["config"] == {"max_new_tokens": 64, "lenient": True}
+    assert pinned["agent"] == "passage-check" and pinned["config"] == {
+        "max_new_tokens": 64,
+        "lenient": True,
+        "constrained": None,
+    }
 
     scored = _cli(
         site, "score", "passage-check", "--pred", str(out / "predictions.jsonl"), "--gold", str(data), cwd=tmp_path
@@ -98,7 +103,7 @@ def test_agent_settings_come_from_the_config_file_and_environment(tmp_path: Path
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     pinned = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
-    assert pinned["config"] == {"max_new_tokens": 20, "lenient": True}
+    assert pinned["config"] == {"max_new_tokens": 20, "lenient": True, "constrained": None}
 
 
 @pytest.fixture
@@ -127,3 +132,44 @@ def test_one_compiled_graph_serves_runs_with_their_own_generators(plugin_on_path
     assert first["trajectory"].reward("correct") == 1.0 and second["trajectory"].reward("correct") == 0.0
     assert first["trajectory"].reward_scalar == "correct"
     assert len(yes.calls) == len(no.calls) == 1
+
+
+def test_the_bundled_claims_run_as_the_readme_shows(tmp_path: Path) -> None:
+    data = PLUGIN_ROOT / "claims.jsonl"
+    gold = [json.loads(line)["supported"] for line in data.read_text(encoding="utf-8").splitlines()]
+    assert gold == [True, False, True, False]
+    replies = tmp_path / "replies.json"  # right, right, wrong, no verdict
+    replies.write_text(json.dumps(["<answer>yes</answer>", "<answer>no</answer>", "<answer>no</answer>", "?"]))
+    out = tmp_path / "run"
+    run = _cli(
+        tmp_path / "site", "eval", "passage-check", "--data", str(data), "--out", str(out), "--concurrency", "1",
+        "--model", f"scripted:{replies}", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"n": 4, "accuracy": 0.5, "format_rate": 0.75, "n_failed_runs": 0}
+
+
+class RegexGuided(ScriptedGenerator):
+    """A scripted backend in weak-model mode that enforces regex guides, as the embedded model's does."""
+
+    supported_guides = frozenset({"regex"})
+    constrained = True
+
+
+def test_weak_model_mode_admits_only_the_answer_block(plugin_on_path: None, qwen2_style_tokenizer: Any) -> None:
+    from passage_check.graph import ANSWER_GUIDE, build_passage_check_graph
+    from passage_check.schemas import PassageCheckConfig
+
+    inputs = {"claim": "c", "passage": "p"}
+    guided = RegexGuided(["<answer>no</answer>"])
+    assert asyncio.run(build_passage_check_graph(guided).ainvoke(inputs))["output"].verdict == "no"
+    assert guided.calls[0].params.guide == ANSWER_GUIDE and ANSWER_GUIDE.regex == "<answer>(yes|no)</answer>"
+    plain = ScriptedGenerator(["<answer>no</answer>"])  # not in weak-model mode: no guide
+    asyncio.run(build_passage_check_graph(plain).ainvoke(inputs))
+    assert plain.calls[0].params.guide is None
+    off = RegexGuided(["<answer>no</answer>"])  # switched off in the config
+    asyncio.run(build_passage_check_graph(off, config=PassageCheckConfig(constrained=False)).ainvoke(inputs))
+    assert off.calls[0].params.guide is None
+    strict = RegexGuided(["<answer>no</answer>"], tokenizer=qwen2_style_tokenizer)  # a training run: never guided
+    asyncio.run(build_passage_check_graph(strict).ainvoke(inputs, context=RunContext(strict_tokens=True)))
+    assert strict.calls[0].params.guide is None

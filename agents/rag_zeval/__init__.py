@@ -37,4 +37,5 @@ SPEC = AgentSpec(
     },
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",
+    report_view=f"{_PACKAGE}.report_view:report_view",
 )

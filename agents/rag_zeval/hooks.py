@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
-from evigraph.cli.kit import AgentRun, agent_command, text_or_file
+from evigraph.cli.inputs import INPUT, read_inputs
+from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.render import table
 
 __all__ = ("meta_eval_command", "rank_command", "synthesize_command")
 
@@ -24,71 +27,97 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+_ANSWERS_HELP = "Answers, two or more, each TEXT, @FILE or - (stdin); a file path is read too: --responses a.txt b.txt"
+
+
 @agent_command()
 def rank_command(
     run: AgentRun,
-    question: Annotated[str, typer.Option("--question", help="The question (or @FILE).")],
+    question: Annotated[str, typer.Option("--question", metavar=INPUT, help="The question: TEXT, @FILE or -.")],
     reference: Annotated[
         str,
-        typer.Option("--reference", help="Retrieved passages, or with --kind correctness the true answer (or @FILE)."),
+        typer.Option(
+            "--reference",
+            metavar=INPUT,
+            help="Retrieved passages, or with --kind correctness the true answer: TEXT, @FILE or -.",
+        ),
     ],
-    responses: Annotated[
-        list[Path] | None, typer.Option("--responses", help="Answer files, two or more: --responses a.txt b.txt ...")
+    responses: Annotated[list[str] | None, typer.Option("--responses", metavar=INPUT, help=_ANSWERS_HELP)] = None,
+    more: Annotated[
+        list[str] | None, typer.Argument(metavar="ANSWER", help="More answers.", show_default=False)
     ] = None,
-    more: Annotated[list[Path] | None, typer.Argument(help="More answer files.", show_default=False)] = None,
     kind: Annotated[
         str, typer.Option("--kind", help="faithfulness (reference = passages) or correctness (reference = answer).")
     ] = "faithfulness",
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
-    """Score several answers to one question against a reference, claim by claim, and rank them."""
+    """Score several answers to one question against a reference, claim by claim, and rank them (tied answers
+    share a place)."""
     from evigraph.errors import ConfigError
 
     if kind not in ("faithfulness", "correctness"):
         raise ConfigError(f"--kind must be faithfulness or correctness, got {kind!r}", source="--kind")
-    paths = [*(responses or ()), *(more or ())]
-    if len(paths) < 2:
-        raise ConfigError(f"rank needs at least two answer files, got {len(paths)}", source="--responses")
-    texts = [_read_answer(path) for path in paths]
-    inputs = {"question": text_or_file(question), "reference": text_or_file(reference), "candidates": texts}
+    given = [*(responses or ()), *(more or ())]
+    if len(given) < 2:
+        raise ConfigError(f"rank needs at least two answers, got {len(given)}", source="--responses")
+    texts = read_inputs(
+        {"--question": question, "--reference": reference, "--responses": given}, path_ok=("--responses",)
+    )
+    answers = texts.many("--responses")
+    names = [answer.origin or f"answer {number}" for number, answer in enumerate(answers, start=1)]
+    inputs = {
+        "question": texts.text("--question"),
+        "reference": texts.text("--reference"),
+        "candidates": [answer.text.strip() for answer in answers],
+    }
     run.run_once(
         {**inputs, "kind": kind},
-        show=lambda output: _show(output, paths),
+        show=lambda output: _show(output, names, inputs["candidates"]),
         as_json=as_json,
         ok=lambda output: output.parse_mode != "failed",
-        status=f"evaluating {len(texts)} answers ...",
+        status=f"evaluating {len(answers)} answers ...",
     )
 
 
-def _read_answer(path: Path) -> str:
-    from evigraph.errors import ConfigError
+def _places(scores: Sequence[float]) -> list[tuple[int, bool]]:
+    """Per candidate its place (1 + the number of better-scored candidates) and whether another shares it.
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: {error}", source="--responses") from None
-    if not text.strip():
-        raise ConfigError(f"{path}: the answer is empty", source="--responses")
-    return text.strip()
+    >>> _places([0.5, 1.0, 0.5])
+    [(2, True), (1, False), (2, True)]
+    """
+    return [(1 + sum(other > score for other in scores), list(scores).count(score) > 1) for score in scores]
 
 
-def _show(output: Any, paths: list[Path]) -> None:
+def _show(output: Any, names: list[str], answers: list[str]) -> None:
+    """The ranking (ties marked), then per answer, best first, its claims with their labels and evidence."""
     if output.parse_mode == "failed":
-        console.print(f"[red]unreadable evaluation: {escape(output.parse_error or '')}[/]")
+        console.print(Text.assemble(("unreadable evaluation: ", "red"), output.parse_error or ""))
         return
     if output.parse_mode == "lenient":
-        console.print("[yellow]the reply was not valid JSON; scores come from the regex fallback[/]")
+        console.print(Text("the reply was not valid JSON; scores come from the regex fallback", style="yellow"))
     elif not output.format_ok:
-        console.print(f"[yellow]format problems: {escape(output.parse_error or '')}[/]")
-    for place, index in enumerate(output.ranking, start=1):
-        candidate = output.candidates[index]
-        console.print(
-            f"{place}. {escape(str(paths[index]))} (answer {candidate.id}): S = {candidate.supported}/{candidate.total}"
-            f" = {candidate.score:.3f}"
+        console.print(Text.assemble(("format problems: ", "yellow"), output.parse_error or ""))
+    places = _places(output.scores)
+    ranking = table("place", "answer", "S", title=f"ranking by {output.kind}: S = supported claims / claims")
+    for index in output.ranking:
+        candidate, (place, tied) = output.candidates[index], places[index]
+        ranking.add_row(
+            Text(f"{place} (tie)" if tied else str(place), style="bold"),
+            Text(f"{names[index]} (shown as {candidate.id})", overflow="fold"),
+            Text(f"{candidate.supported}/{candidate.total} = {candidate.score:.3f}"),
         )
+    console.print(ranking)
+    for index in output.ranking:
+        candidate = output.candidates[index]
+        console.print(Text.assemble((f"{names[index]}: ", "bold"), (answers[index], "dim")), soft_wrap=True)
+        if not candidate.claims:
+            console.print(Text("   (labels only: the regex fallback reads no claims)", style="dim"))
+            continue
+        claims = table("", "claim", "evidence")
         for claim in candidate.claims:
-            mark = "[green]supported[/]" if claim.is_supported else "[red]unsupported[/]"
-            console.print(f"   - {mark}: {escape(claim.claim)}")
+            mark = Text("supported", style="green") if claim.is_supported else Text("unsupported", style="red")
+            claims.add_row(mark, Text(claim.claim), Text(" | ".join(claim.grounding_evidence) or "-"))
+        console.print(claims)
 
 
 @agent_command()

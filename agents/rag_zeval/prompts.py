@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from evigraph.agents.rag_zeval.parsing import CLAIM_FIELDS, ITEM_FIELDS
 from evigraph.agents.rag_zeval.schemas import LETTERS, ReferenceKind
 from evigraph.protocol.escaping import escape_untrusted
-from evigraph.protocol.guides import clause_choices, sentence_choices
+from evigraph.protocol.guides import choice_schema, clause_choices, sentence_choices, verbatim_choices
 from evigraph.trajectory import Segment
 
 __all__ = ("Shown", "assign_letters", "content_key", "evaluator_prompt", "evaluator_transcript", "reply_schema", "show")
@@ -123,8 +123,9 @@ def content_key(question: str, candidates: Sequence[str]) -> str:
 
 def reply_schema(shown: Shown, letters: Sequence[str], *, max_claims: int = 3) -> dict[str, Any]:
     """The JSON schema of a reply for guided decoding (weak-model mode, inference only): exactly one item per
-    letter; the item of letter ``X`` holds 1 to ``max_claims`` claims, each one of answer ``X``'s own clauses, with
-    at most one evidence sentence taken verbatim from the reference, and a short analysis.
+    letter; the item of letter ``X`` repeats the start of answer ``X`` and holds 1 to ``max_claims`` claims (no
+    more than the answer has clauses), each one of answer ``X``'s own clauses, with at most one evidence sentence
+    taken verbatim from the reference, and a short analysis.
 
     A small model offered free strings copies the prompt's skeleton ("one self-contained statement ...") into
     every claim; offering the texts' own clauses and sentences (:func:`~evigraph.protocol.guides.verbatim_choices`)
@@ -137,6 +138,7 @@ def reply_schema(shown: Shown, letters: Sequence[str], *, max_claims: int = 3) -
 
     def item(index: int) -> dict[str, Any]:
         clauses = clause_choices(shown.candidates[index], max_chars=160, banned=_UNQUOTABLE)
+        opening = verbatim_choices([shown.candidates[index]], max_chars=40, banned=_UNQUOTABLE)
         claim = {
             "type": "object",
             "properties": {
@@ -151,8 +153,13 @@ def reply_schema(shown: Shown, letters: Sequence[str], *, max_claims: int = 3) -
             "type": "object",
             "properties": {
                 "id": {"type": "string", "const": letters[index]},
-                "answer": {"type": "string", "maxLength": 80},
-                "atomic_claims": {"type": "array", "items": claim, "minItems": 1, "maxItems": max_claims},
+                "answer": choice_schema(opening, max_chars=80),  # as free text it was the skeleton's words
+                "atomic_claims": {
+                    "type": "array",
+                    "items": claim,
+                    "minItems": 1,
+                    "maxItems": min(max_claims, len(clauses) or max_claims),
+                },
             },
             "required": list(ITEM_FIELDS),
         }

@@ -28,4 +28,5 @@ SPEC = AgentSpec(
     hooks={"run": f"{_PACKAGE}.hooks:detect_command", "prepare": f"{_PACKAGE}.hooks:prepare_command"},
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",
+    report_view=f"{_PACKAGE}.report_view:report_view",
 )

@@ -11,9 +11,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.panel import Panel
+from rich.text import Text
 
+from evigraph.cli.inputs import INPUT, Inputs, read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.render import highlighted, quoted
 from evigraph.errors import ConfigError
 
 __all__ = ("detect_command", "prepare_command")
@@ -22,19 +25,30 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+_SOURCE_HELP = "The grounding text (data-to-text: a JSON object): TEXT, @FILE or - (stdin); a file path is read too."
+
+
 @agent_command()
 def detect_command(
     run: AgentRun,
-    source: Annotated[Path, typer.Option("--source", help="The grounding text (data-to-text: a JSON file).")],
-    response: Annotated[Path, typer.Option("--response", help="The text to check.")],
+    source: Annotated[str, typer.Option("--source", metavar=INPUT, help=_SOURCE_HELP)],
+    response: Annotated[
+        str, typer.Option("--response", metavar=INPUT, help="The text to check (as --source takes it).")
+    ],
     task: Annotated[
         str, typer.Option("--task", help="summary, qa, data-to-text or claim (or RAGTruth's Summary, QA, Data2txt).")
     ] = "summary",
-    question: Annotated[str | None, typer.Option("--question", help="The question (qa).")] = None,
+    question: Annotated[
+        str | None, typer.Option("--question", metavar=INPUT, help="The question (qa): TEXT, @FILE or -.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
-    """Find the hallucinated spans of one response: each with its offsets and the source quotes behind it."""
-    record = _record(source, response, task, question)
+    """Find the hallucinated spans of one response: the response with each span highlighted, its offsets and
+    the source quotes behind it."""
+    texts = read_inputs(
+        {"--source": source, "--response": response, "--question": question}, path_ok=("--source", "--response")
+    )
+    record = _record(texts, task)
     run.run_once(record.graph_input(), show=lambda output: _show(output, record), as_json=as_json)
 
 
@@ -85,7 +99,7 @@ def prepare_command(
     console.print_json(json.dumps({"n": len(records), "hallucinated": positive, "clean": len(records) - positive}))
 
 
-def _record(source: Path, response: Path, task: str, question: str | None) -> Any:
+def _record(texts: Inputs, task: str) -> Any:
     from pydantic import ValidationError
 
     from evigraph.agents.rlseek.data import RLSeekRecord
@@ -95,24 +109,24 @@ def _record(source: Path, response: Path, task: str, question: str | None) -> An
         variant = task_variant(task)
     except ValueError as error:
         raise ConfigError(f"--task: {error}", source="--task") from None
+    question = texts.text("--question")
     if question is not None and not question.strip():
         raise ConfigError("empty or blank", source="--question")
     if variant == "qa" and question is None:
         raise ConfigError("the qa task checks an answer to a question: give the question", source="--question")
-    texts = {}
-    for flag, path in (("--source", source), ("--response", response)):
-        try:
-            texts[flag] = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{flag} {path}: {error}", source=flag) from None
-    body: str | dict[str, Any] = texts["--source"]
+    source = texts.one("--source")
+    response = texts.text("--response")
+    assert source is not None and response is not None  # required options
+    body: str | dict[str, Any] = source.text
     if variant == "data-to-text":
         try:
-            body = json.loads(texts["--source"])
+            body = json.loads(source.text)
         except json.JSONDecodeError as error:
-            raise ConfigError(f"--source {source}: a data-to-text source must be a JSON object ({error})") from None
+            raise ConfigError(
+                f"--source {source.where}: a data-to-text source must be a JSON object ({error})"
+            ) from None
     try:
-        return RLSeekRecord(id="detect", task=task, source=body, response=texts["--response"], question=question)
+        return RLSeekRecord(id="detect", task=task, source=body, response=response, question=question)
     except ValidationError as error:
         from evigraph.jsonl import format_validation_error
 
@@ -120,25 +134,37 @@ def _record(source: Path, response: Path, task: str, question: str | None) -> An
 
 
 def _show(output: Any, record: Any) -> None:
+    """The response with its spans highlighted, then per span its offsets and the source quotes behind it."""
     if not output.parse_ok:
-        console.print(f"[red]no final list: {escape(output.parse_error or 'unparseable')}[/]")
-    elif not output.spans and not output.unmatched:
-        console.print("[green]No hallucinated span found.[/]")
-    for span in output.spans:
-        console.print(f"[bold][{span.start}, {span.end})[/] {escape(span.text)!r}")
-        for q in span.quotes:
-            quote = output.quotes[q]
+        console.print(Text.assemble(("no final list: ", "red"), output.parse_error or "unparseable"))
+    n_spans = len(output.spans)
+    title = f"response ({record.task}): " + (
+        f"{n_spans} hallucinated span(s) highlighted" if n_spans else "no hallucinated span found"
+    )
+    shown = highlighted(record.response, [(s.start, s.end) for s in output.spans])
+    console.print(Panel(shown, title=title, title_align="left", border_style="red" if n_spans else "green"))
+    for number, span in enumerate(output.spans, start=1):
+        console.print(Text.assemble((f"{number}. [{span.start}, {span.end}) ", "bold"), quoted(span.text, "bold red")))
+        if not span.quotes:
+            console.print(Text("   no quote: no step that names this span quoted the source", style="yellow"))
+        for index in span.quotes:
+            quote = output.quotes[index]
             where = (
                 f"source [{quote.start}, {quote.end})"
                 if quote.found
                 else f"not in the source (LCS {quote.overlap:.0%})"
             )
-            console.print(f"    quote: {escape(quote.text)!r}  [dim]{where}[/]", soft_wrap=True)
+            console.print(
+                Text.assemble("   quote ", quoted(quote.text), (f"  {where}", "dim" if quote.found else "red"))
+            )
     for string in output.unmatched:
-        console.print(f"[yellow]listed but not in the response:[/] {escape(string)!r}")
+        console.print(Text.assemble(("listed but not in the response: ", "yellow"), quoted(string)))
     n_found = sum(q.found for q in output.quotes)
     validity = "valid" if output.quotes_valid else "invalid"
     console.print(
-        f"[dim]{len(output.steps)} step(s), {len(output.quotes)} quote(s) ({n_found} found in the source), "
-        f"quotation set {validity}[/]"
+        Text(
+            f"{len(output.steps)} step(s), {len(output.quotes)} quote(s) ({n_found} found in the source), "
+            f"quotation set {validity}",
+            style="dim",
+        )
     )

@@ -11,15 +11,23 @@ what the model quotes from and what quotes and spans are located in (escaping pr
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, NamedTuple
 
+from evigraph.agents.rlseek.decoding import BACKED, CONTRADICTED
 from evigraph.agents.rlseek.parsing import FINAL_KEY
 from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
 from evigraph.agents.rlseek.schemas import PromptVariant, TaskType
-from evigraph.protocol.guides import TEXT, clause_choices, sentence_choices
 
-__all__ = ("Rendered", "detection_guide", "detection_prompt", "render", "render_source", "requote_note")
+__all__ = (
+    "DEMONSTRATION_RESPONSE",
+    "DEMONSTRATION_SOURCE",
+    "Rendered",
+    "demonstration_reply",
+    "detection_prompt",
+    "render",
+    "render_source",
+    "requote_note",
+)
 
 
 class _Nouns(NamedTuple):
@@ -109,18 +117,22 @@ Finish with <answer>[...]</answer>: a JSON list of the hallucinated pieces, each
 {response} (an empty list, <answer>[]</answer>, when there are none). Begin your reply with "##".
 """
 
-_DEMONSTRATION = """
-For example, with the source "The Eiffel Tower was completed in 1889. It is 330 metres tall." and the text \
-"The Eiffel Tower is 330 metres tall and was completed in 1899.", a good reply is:
-## Step 1: Check "330 metres tall"
-- Evidence: <quote>It is 330 metres tall.</quote>
-- Evaluation: The source gives the same height, so this part is backed up.
-## Step 2: Check "and was completed in 1899."
-- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>
-- Evaluation: The source says 1889, not 1899, so this part is a hallucination.
-{ending}
-Now check the text above the same way.
-"""
+DEMONSTRATION_SOURCE = "The Eiffel Tower was completed in 1889. It is 330 metres tall."
+DEMONSTRATION_RESPONSE = "The Eiffel Tower is 330 metres tall and was completed in 1899."
+_DEMONSTRATION_STEPS = (
+    ("The Eiffel Tower is 330 metres tall", "It is 330 metres tall.", BACKED),
+    ("and was completed in 1899.", "The Eiffel Tower was completed in 1889.", CONTRADICTED),
+)
+
+
+def demonstration_reply(task: TaskType) -> str:
+    """The worked example's reply: what the weak-model guide of the example's own texts admits (a header names a
+    clause of the text, the evidence is a sentence of the source, the evaluation one of the fixed verdicts)."""
+    steps = "".join(
+        f'## Step {n}: Check "{clause}"\n- Evidence: <quote>{quote}</quote>\n- Evaluation: {verdict}\n'
+        for n, (clause, quote, verdict) in enumerate(_DEMONSTRATION_STEPS, 1)
+    )
+    return steps + _demonstration_ending(task)
 
 
 def detection_prompt(
@@ -143,7 +155,10 @@ def detection_prompt(
         (_ANSWER_END if task == "claim" else _JSON_END).format(**fields),
     ]
     if demonstration:
-        parts.append(_DEMONSTRATION.format(ending=_demonstration_ending(task)))
+        parts.append(
+            f'\nFor example, with the source "{DEMONSTRATION_SOURCE}" and the text "{DEMONSTRATION_RESPONSE}", a '
+            f"good reply is:\n{demonstration_reply(task)}\nNow check the text above the same way.\n"
+        )
     return "".join(parts)
 
 
@@ -156,37 +171,6 @@ def requote_note(missing: list[str]) -> str:
         "Write your whole check again. Copy every quote character for character from the source, then give the "
         "final list as before."
     )
-
-
-_STRING = r'"[ !#-\[\]-~]{1,80}"'
-"""A JSON string of printable ASCII without quote marks or backslashes (weak-model guide)."""
-
-
-def detection_guide(
-    task: TaskType, *, source: str | None = None, response: str | None = None, max_steps: int = 4, max_spans: int = 8
-) -> str:
-    """The turn's regex in weak-model mode (inference only): ``## Step N`` blocks with one quote each, then the
-    final list. Step numbers count up because later steps nest inside earlier ones. Given the rendered texts,
-    a quote must be one of the source's sentences and a listed span one of the response's clauses (split at
-    punctuation and before conjunctions), copied verbatim: a small model otherwise copies the worked example
-    instead of the texts it was given."""
-    quotes = sentence_choices(source or "", max_chars=200, banned="<>")
-    quote_body = f"(?:{'|'.join(re.escape(q) for q in quotes)})" if quotes else f"{TEXT}+"
-    spans = clause_choices(response or "", max_chars=80, banned='"\\<>')
-    string = f'"(?:{"|".join(re.escape(p) for p in spans)})"' if spans else _STRING
-
-    def step(n: int) -> str:
-        return f"## Step {n}: {TEXT}+\\n- Evidence: <quote>{quote_body}</quote>\\n- Evaluation: {TEXT}+\\n"
-
-    steps = ""
-    for n in range(max_steps, 1, -1):
-        steps = f"({step(n)}{steps})?"
-    items = f"({string}(, {string}){{0,{max_spans - 1}}})?"
-    if task == "claim":
-        ending = f"<answer>\\[{items}\\]</answer>"
-    else:
-        ending = f'## Final Output\\n```json\\n\\{{"{FINAL_KEY}": \\[{items}\\]\\}}\\n```'
-    return f"{step(1)}{steps}{ending}"
 
 
 def _demonstration_ending(task: TaskType) -> str:

@@ -13,9 +13,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
-from evigraph.cli.kit import AgentRun, agent_command, text_or_file
+from evigraph.cli.inputs import INPUT, read_inputs
+from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.render import table
 
 __all__ = ("annotate_command", "attribute_command", "evolve_command")
 
@@ -26,36 +28,62 @@ err_console = Console(stderr=True)
 @agent_command()
 def attribute_command(
     run: AgentRun,
-    claim: Annotated[str, typer.Option("--claim", help="The claim (or @FILE).")],
-    source: Annotated[str, typer.Option("--source", help="The source text (or @FILE).")],
+    claim: Annotated[str, typer.Option("--claim", metavar=INPUT, help="The claim: TEXT, @FILE or - (stdin).")],
+    source: Annotated[str, typer.Option("--source", metavar=INPUT, help="The source text: TEXT, @FILE or - (stdin).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
     """Is the claim attributable to the source? A structured verdict: alignments, reasoning, label, diagnosis."""
-    inputs = {"claim": text_or_file(claim), "source": text_or_file(source)}
+    texts = read_inputs({"--claim": claim, "--source": source})
+    inputs = {"claim": texts.text("--claim"), "source": texts.text("--source")}
     run.run_once(inputs, show=_show, as_json=as_json, ok=lambda output: output.parse_ok)
 
 
+def _cell(value: object) -> Text:
+    return Text("" if value is None else str(value))
+
+
 def _show(output: object) -> None:
+    """The verdict line (an error type and fix only with Not Attributable), the evidence alignments with where
+    each quoted source span is, and the reasoning chain."""
     from evigraph.agents.seva.schemas import SevaOutput
 
     assert isinstance(output, SevaOutput)
     if not output.parse_ok:
-        console.print(f"[red]unreadable verdict: {escape(output.parse_error or '')}[/]")
-        console.print(escape(output.raw), soft_wrap=True)
+        console.print(Text.assemble(("unreadable verdict: ", "red"), output.parse_error or ""))
+        console.print(Text(output.raw), soft_wrap=True)
         return
     colour = "green" if output.label == "Attributable" else "red"
-    console.print(f"[bold {colour}]{output.label or 'no valid label'}[/] (confidence {output.confidence:.2f})")
-    if output.error_type:
-        console.print(f"error: {escape(output.error_type)}; fix: {escape(output.fix_suggestion or '-')}")
+    verdict = Text.assemble(
+        (output.label or "no valid label", f"bold {colour}"), f" (confidence {output.confidence:.2f})"
+    )
+    if output.label == "Not Attributable" and output.error_type:  # an Attributable verdict has no error
+        verdict.append_text(
+            Text.assemble(" · error: ", (output.error_type, "bold"), f" · fix: {output.fix_suggestion or '-'}")
+        )
+    console.print(verdict)
     parsed = output.parsed or {}
+    found = {c.index: c for c in output.source_spans if c.field == "evidence_alignment"}
+    alignments = table("claim span", "source span", "status", "in the source", title="evidence alignment")
+    for index, item in enumerate(parsed.get("evidence_alignment") or []):
+        if isinstance(item, dict):
+            check = found.get(index)
+            where = "-" if check is None else f"[{check.start}, {check.end})" if check.found else "not found"
+            alignments.add_row(
+                _cell(item.get("claim_span")), _cell(item.get("source_span")), _cell(item.get("status")), Text(where)
+            )
+    if alignments.row_count:
+        console.print(alignments)
+    chain = table("claim part", "judgment", "explanation", title="reasoning")
     for step in parsed.get("reasoning_chain") or []:
         if isinstance(step, dict):
-            console.print(f"  - {escape(str(step.get('claim_part')))}: {escape(str(step.get('judgment')))}")
+            chain.add_row(_cell(step.get("claim_part")), _cell(step.get("judgment")), _cell(step.get("explanation")))
+    if chain.row_count:
+        console.print(chain)
     missing = [c.text for c in output.source_spans if not c.found]
     if missing:
-        console.print(f"[yellow]{len(missing)} quoted source span(s) not in the source:[/] {escape(repr(missing[:3]))}")
+        console.print(Text(f"{len(missing)} quoted source span(s) not in the source: {missing[:3]!r}", style="yellow"))
     if output.format_score < 1.0:
-        console.print(f"[yellow]format level {output.format_score} (a field is missing or malformed)[/]")
+        console.print(Text(f"format level {output.format_score} (a field is missing or malformed)", style="yellow"))
 
 
 @agent_command(agent_config=False, model_flags=("--teacher",))

@@ -71,10 +71,11 @@ class ChainStep(BaseModel):
 
 
 class Verdict(BaseModel):
-    """The structured verdict of §1 with its value sets: the JSON schema guided decoding enforces (weak-model
-    mode, inference only). The bounds -- short strings within the rubric's lengths, two alignments, two steps --
-    keep a small model, which tends to repeat itself until a limit stops it, well inside the token cap. Rewards
-    never use this model: they read the raw JSON leniently (§2.2)."""
+    """The structured verdict of §1 with its value sets. Guided decoding (weak-model mode, inference only) uses
+    it narrowed to one claim and source (:func:`~evigraph.agents.seva.decoding.verdict_schema`). The bounds --
+    short strings within the rubric's lengths, two alignments, two steps -- keep a small model, which tends to
+    repeat itself until a limit stops it, well inside the token cap. Rewards never use this model: they read the
+    raw JSON leniently (§2.2)."""
 
     evidence_alignment: list[Alignment] = Field(min_length=1, max_length=2)
     reasoning_chain: list[ChainStep] = Field(min_length=2, max_length=2)

@@ -38,4 +38,5 @@ SPEC = AgentSpec(
     # Embedded, StepGap checks a host's own steps: its checker graph, not the Search-R1 rollout graph.
     verifier_builder="evigraph.graphs.stepgap_checker:build_checker_graph",
     verifier_input_schema=f"{_PACKAGE}.schemas:CheckerInputs",
+    report_view=f"{_PACKAGE}.report_view:report_view",
 )

@@ -1,8 +1,9 @@
-"""StepGap's own command: ``evigraph check TRACE.json`` (one trace, per-step labels and pipeline paths).
+"""StepGap's own command: ``evigraph check TRACE`` (one trace, per-step labels and pipeline paths).
 
-``eval``, ``score`` and ``reward`` come from the agent's contract; the flags (``--config``, ``--generator.*`` for
-the judge, the config's fields, ``--nli``) from :mod:`evigraph.cli.kit`. ``check`` runs the judge alone, so it
-refuses the flags of the Search-R1 generator's turns (their caps and budgets), whose values it could not use.
+``eval``, ``score`` and ``reward`` come from the agent's contract; the flags (``--config``, the judge model's
+``--judge`` and ``--generator.*``, the config's fields, ``--nli``) from :mod:`evigraph.cli.kit`. ``check`` runs the
+judge alone, so it refuses the flags of the Search-R1 generator's turns (their caps and budgets), whose values it
+could not use; ``--generator.constrained`` switches the judge's weak-model guide (quotes drawn from the evidence).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
+from evigraph.cli.inputs import read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.render import table
 from evigraph.errors import InputDataError
 
 __all__ = ("check_command", "read_trace")
@@ -27,46 +30,40 @@ err_console = Console(stderr=True)
 
 
 def read_trace(path: Path) -> Any:
-    """A trace file: ``{"question", "steps": [...]}`` (:class:`~.schemas.Trace`), or ``{"question", "response"}``
-    with a flat Search-R1 transcript (information blocks inline), split into steps.
+    """A trace file (:func:`~evigraph.agents.stepgap.trace_file.parse_trace`).
 
     Raises:
-        InputDataError: the file is unreadable or not a trace, or its question or a step is empty or blank
-            (nothing to judge), naming the field.
+        InputDataError: the file is unreadable or not a trace, naming the field.
     """
-    from pydantic import ValidationError
-
-    from evigraph.agents.search_r1.steps import steps_from_text
-    from evigraph.agents.stepgap.schemas import Trace
-    from evigraph.jsonl import format_validation_error
+    from evigraph.agents.stepgap.trace_file import parse_trace
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputDataError(str(path), 1, f"cannot read: {error}") from None
-    except json.JSONDecodeError as error:
-        raise InputDataError(str(path), error.lineno, f"not valid JSON ({error.msg})") from None
-    if not isinstance(data, dict):
-        raise InputDataError(str(path), 1, "expected one JSON object (a trace)")
-    if "steps" not in data and isinstance(data.get("response"), str):
-        data = {**data, "steps": [s.model_dump() for s in steps_from_text(data["response"])]}
-    try:
-        trace = Trace.model_validate(data)
-    except ValidationError as error:
-        raise InputDataError(str(path), 1, format_validation_error(error)) from None
-    if not trace.question.strip():
-        raise InputDataError(str(path), 1, "field question: empty or blank")
-    blank = next((i for i, step in enumerate(trace.steps) if not step.shown().strip()), None)
-    if blank is not None:
-        raise InputDataError(str(path), 1, f"field steps.{blank}: an empty step (no text, query or answer)")
-    return trace
+    return parse_trace(text, str(path))
+
+
+def _print_schema(value: bool) -> None:
+    """``--schema``: print the trace format and stop (before the required TRACE is asked for)."""
+    if value:
+        from evigraph.agents.stepgap.trace_file import trace_schema
+
+        sys.stdout.write(json.dumps(trace_schema(), indent=2, ensure_ascii=False) + "\n")
+        raise typer.Exit(0)
 
 
 _JUDGE_ONLY = "check runs the judge alone"
+_TRACE_HELP = (
+    "The trace, a JSON object: question and steps, or question and a flat Search-R1 response (--schema prints "
+    "the format). A file path, @FILE, - (stdin) or the JSON itself."
+)
 
 
 @agent_command(
     resources=("nli",),
+    model_flags=("--judge", "--model", "--generator.model"),
+    model_panel="Judge model",
     refuses={
         "--generator.max-new-tokens": f"{_JUDGE_ONLY}, whose reply cap is --judge-max-new-tokens",
         **{
@@ -77,14 +74,26 @@ _JUDGE_ONLY = "check runs the judge alone"
 )
 def check_command(
     run: AgentRun,
-    trace_path: Annotated[Path, typer.Argument(help="Trace JSON: question and steps, or question and response.")],
+    trace_arg: Annotated[str, typer.Argument(metavar="TRACE", help=_TRACE_HELP, show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole check as JSON.")] = False,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema",
+            is_eager=True,
+            callback=_print_schema,
+            help="Print the JSON schema of a trace (required and optional fields) and exit.",
+        ),
+    ] = False,
 ) -> None:
-    """Check every step of one trace (the configured model is the judge): label, repair action, confidence and
-    pipeline path per step. Exits 1 when a step could not be checked."""
+    """Check every step of one trace, the model given by --judge judging: per step its label, the repair it
+    calls for, its confidence and the stages that decided, in words. Exits 1 when a step could not be checked."""
+    from evigraph.agents.stepgap.trace_file import parse_trace
     from evigraph.graphs.stepgap_checker import build_checker_graph
 
-    trace = read_trace(trace_path)
+    given = read_inputs({"TRACE": trace_arg}, path_ok=("TRACE",)).one("TRACE")
+    assert given is not None
+    trace = parse_trace(given.text, given.origin or "TRACE")
     graph = build_checker_graph(None, nli=run.resource("nli"), config=run.config(), sampling=run.sampling())
     with err_console.status("checking ..."):
         result = asyncio.run(graph.ainvoke({"trace": trace}, context=run.context()))
@@ -92,15 +101,54 @@ def check_command(
     if as_json:
         sys.stdout.write(checks.model_dump_json(indent=2) + "\n")
     else:
-        for check in checks.steps:
-            label = check.label or "unchecked"
-            console.print(
-                f"[bold]step {check.index + 1}[/] ({check.kind}): [bold]{label}[/] -> {check.repair}, "
-                f"confidence {check.confidence:.2f}"
-            )
-            console.print(f"  [dim]{escape(check.pipeline_path or check.error or '')}[/]", soft_wrap=True)
-        console.print(f"[dim]judge: {escape(checks.judge)}; NLI: {escape(checks.nli or 'not needed')}[/]")
+        _show(trace, checks)
+    run.note_plumbing(as_json=as_json)
     failed = [c for c in checks.steps if c.error is not None]
     if failed:
-        err_console.print(f"[red]{len(failed)} step(s) could not be checked: {escape(failed[0].error or '')}[/]")
+        err_console.print(
+            Text(f"{len(failed)} step(s) could not be checked: {failed[0].error or ''}", style="red"), soft_wrap=True
+        )
         raise typer.Exit(1)
+
+
+def _step_text(step: Any) -> Text:
+    """What the step did, in one cell: its reasoning, then its search or its answer."""
+    shown = Text(" ".join(step.reasoning.split()))
+    if step.query is not None:
+        shown.append_text(Text.assemble(("\nsearch: ", "cyan"), step.query))
+    if step.answer is not None:
+        shown.append_text(Text.assemble(("\nanswer: ", "green"), step.answer))
+    return shown
+
+
+def _show(trace: Any, checks: Any) -> None:
+    """A table of the steps (what each did, its label, repair and confidence), then per step the stages that
+    decided, in words, and a legend of the labels."""
+    from evigraph.agents.stepgap.explain import LABEL_WORDS, explain_path
+
+    console.print(Text.assemble(("question: ", "bold"), trace.question), soft_wrap=True)
+    steps = table("#", "step", "label", "repair", "conf.", title="steps")
+    for check in checks.steps:
+        step = trace.steps[check.index]
+        label = check.label or "unchecked"
+        style = "green" if label == "no-gap" else "yellow" if label == "unchecked" else "bold red"
+        steps.add_row(
+            str(check.index + 1),
+            _step_text(step),
+            Text(label, style=style),
+            Text(check.repair),
+            f"{check.confidence:.2f}",
+        )
+    console.print(steps)
+    for check in checks.steps:
+        console.print(Text(f"step {check.index + 1} ({check.kind}): {check.label or 'unchecked'}", style="bold"))
+        if check.error is not None:
+            console.print(Text(f"   could not be checked: {check.error}", style="red"), soft_wrap=True)
+        for words in explain_path(check.pipeline_path, check.kind):
+            console.print(Text(f"   {words}"))
+        if check.tree_label is not None:
+            console.print(Text(f"   below the flag threshold: the tree said {check.tree_label}", style="dim"))
+    used = sorted({c.label for c in checks.steps if c.label not in (None, "no-gap")})
+    if used:
+        console.print(Text("; ".join(f"{label} = {LABEL_WORDS[label]}" for label in used), style="dim"))
+    console.print(Text(f"judge: {checks.judge}; NLI: {checks.nli or 'not needed'}", style="dim"))

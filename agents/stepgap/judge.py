@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from evigraph.agents.stepgap.claims import local_evidence
+from evigraph.agents.stepgap.decoding import judgement_schema
 from evigraph.agents.stepgap.labels import Stage, StepKind
 from evigraph.agents.stepgap.prompts import judge_prompt, stage_prompt
 from evigraph.agents.stepgap.routing import is_abstention_answer
@@ -27,7 +28,7 @@ from evigraph.agents.stepgap.schemas import (
     Trace,
 )
 from evigraph.generators.base import Generator
-from evigraph.generators.types import SamplingParams, StructuredResult
+from evigraph.generators.types import Guide, SamplingParams, StructuredResult
 from evigraph.tokens import TokenOffsets, token_probability_at
 from evigraph.trajectory import Evidence, Segment
 
@@ -161,6 +162,18 @@ def single_prompt(view: StepView, *, max_chars: int) -> str:
     )
 
 
+def _guided(
+    params: SamplingParams, view: StepView, stage: Stage | None, *, quote_words: tuple[int, int] | None, max_chars: int
+) -> SamplingParams:
+    """``params`` with the weak-model schema of this reply (``quote_words``: the quote's word bounds), or as they
+    are (``None``: not in weak-model mode)."""
+    if quote_words is None:
+        return params
+    low, high = quote_words
+    schema = judgement_schema(view.evidence, stage=stage, max_chars=max_chars, min_words=low, max_words=high)
+    return params.model_copy(update={"guide": Guide.json(schema)})
+
+
 async def judge_step(
     generator: Generator,
     view: StepView,
@@ -169,14 +182,18 @@ async def judge_step(
     mode: str = "single",
     disabled: Sequence[Stage] = (),
     max_chars: int = 600,
+    quote_words: tuple[int, int] | None = None,
 ) -> JudgeOutcome:
     """Stages A–C for one step. ``single``: one call returns all three sections. ``per_stage``: A, then B (only if
     A did not fire), then C (only if neither fired), each prompt with only its stage's inputs; disabled stages
-    are not asked."""
+    are not asked. ``quote_words`` (weak-model mode: the quote's ``(min, max)`` words) decodes each reply under
+    :func:`~evigraph.agents.stepgap.decoding.judgement_schema`: the quote is one of the evidence's sentences."""
     decode = _decode(generator)
     if mode == "single":
         prompt = single_prompt(view, max_chars=max_chars)
-        result = await _ask(generator, prompt, StepJudgement, params)
+        result = await _ask(
+            generator, prompt, StepJudgement, _guided(params, view, None, quote_words=quote_words, max_chars=max_chars)
+        )
         if result.value is None:
             return _failed("A-C", result)
         value: StepJudgement = result.value
@@ -193,7 +210,9 @@ async def judge_step(
             confidences=confidences,
             calls=1,
         )
-    return await _judge_per_stage(generator, view, params, disabled=disabled, decode=decode, max_chars=max_chars)
+    return await _judge_per_stage(
+        generator, view, params, disabled=disabled, decode=decode, max_chars=max_chars, quote_words=quote_words
+    )
 
 
 async def _judge_per_stage(
@@ -204,6 +223,7 @@ async def _judge_per_stage(
     disabled: Sequence[Stage],
     decode: object | None,
     max_chars: int,
+    quote_words: tuple[int, int] | None,
 ) -> JudgeOutcome:
     schemas: dict[Stage, type[BaseModel]] = {"A": AlignmentJudgement, "B": AbstentionJudgement, "C": QuoteJudgement}
     found: dict[Stage, BaseModel] = {}
@@ -221,7 +241,8 @@ async def _judge_per_stage(
             global_evidence=view.global_evidence,
             max_chars=max_chars,
         )
-        result = await _ask(generator, prompt, schemas[stage], params)
+        guided = _guided(params, view, stage, quote_words=quote_words, max_chars=max_chars)
+        result = await _ask(generator, prompt, schemas[stage], guided)
         calls += 1
         if result.value is None:
             return _failed(stage, result, calls=calls)

@@ -97,7 +97,7 @@ class TraceStep(BaseModel):
     an inference step. The spans locate the step in the generator's output when it came from a rollout.
     """
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
 
     reasoning: str = ""
     """``c_i``: the step's own text outside the action tags (its ``<think>`` content)."""
@@ -133,7 +133,7 @@ class TraceStep(BaseModel):
 class Trace(BaseModel):
     """A question and the steps a generator took to answer it (``evigraph check TRACE.json``)."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
 
     id: str | None = None
     question: str = Field(min_length=1)

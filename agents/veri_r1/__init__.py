@@ -34,4 +34,5 @@ SPEC = AgentSpec(
     step_readers={"stepgap": f"{_PACKAGE}.stepgap_trace:veri_r1_trace"},
     verification=f"{_PACKAGE}.verification:to_verification",
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
+    report_view=f"{_PACKAGE}.report_view:report_view",
 )

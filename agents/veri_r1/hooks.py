@@ -7,17 +7,17 @@ settings, generator, search tool and graph come from :mod:`evigraph.cli.kit`.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
+from evigraph.cli.inputs import read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
+from evigraph.cli.render import table
 from evigraph.errors import ConfigError
 
 __all__ = ("filter_command", "run_command")
@@ -26,47 +26,75 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-@agent_command(resources=("search",))
+@agent_command(
+    resources=("search",),
+    refuses={"--offline": "verify runs online; the offline variant needs given entries (evigraph eval --offline)"},
+)
 def run_command(
     run: AgentRun,
-    claim: Annotated[str, typer.Argument(help="The claim to verify.")],
+    claim: Annotated[
+        str, typer.Argument(metavar="CLAIM", help="The claim to verify: TEXT, @FILE or - (stdin).", show_default=False)
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON.")] = False,
 ) -> None:
-    """Verify one claim online (the bundled demo corpus unless --corpus or --retriever-url): print the label, the
-    cited entries and the search trace."""
-    from evigraph.agents.veri_r1.data import information_entries
-
-    if run.config().offline:  # type: ignore[attr-defined]
+    """Verify one claim online (the bundled demo corpus unless --corpus or --retriever-url): print the search
+    trace block by block, the label and the cited entries."""
+    if run.config().offline:  # type: ignore[attr-defined]  # set in a config file (the flag is refused)
         raise ConfigError("verify runs online; the offline variant needs given entries (evigraph eval --offline)")
-    inputs = run.inputs({"claim": claim})
-    graph = run.graph(search=run.resource("search", default="demo"))
-    context = run.context()
-    with err_console.status("verifying ..."):
-        result = asyncio.run(graph.ainvoke(inputs, context=context))
-    trajectory, output = result["trajectory"], result["output"]
-    if as_json:
-        sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
-        return
+    text = read_inputs({"CLAIM": claim}).text("CLAIM")
+    inputs = run.inputs({"claim": text})  # a blank claim is refused before the search tool opens
+    run.run_once(
+        inputs,
+        show_trajectory=_show,
+        as_json=as_json,
+        resources={"search": run.resource("search", default="demo")},
+        status="verifying ...",
+    )
+
+
+_BLOCK_STYLES = {"plan": "magenta", "search": "cyan", "think": "blue", "answer": "bold green"}
+
+
+def _show(output: Any, trajectory: Any) -> None:
+    """The run block by block (plan, search, the entries it returned with the cited ones marked, think,
+    answer), then the label, the cited entries and a summary line."""
+    from evigraph.agents.veri_r1.data import information_entries
+    from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
+
+    cited = set(output.evidence)
+    trace = table("", "", title="search trace")
+    trace.show_header = False
     for segment in trajectory.segments[1:]:
-        style = "cyan" if segment.origin == "policy" else "dim"
-        console.print(f"[{style}]{escape(segment.text.strip())}[/]")
-    console.rule()
-    console.print(f"[bold]Label:[/] {escape(output.label or 'no label (unparseable answer)')}")
+        if segment.origin == "environment":
+            for entry in information_entries(segment.text):
+                mark = "cited" if entry.id in cited else ""
+                shown = Text.assemble((f"[[{entry.id}]]", "bold" if mark else "dim"), ": ", entry.text)
+                trace.add_row(Text(f"result {mark}".strip(), style="green" if mark else "dim"), shown)
+            continue
+        blocks = [b for b in VERI_R1_PROTOCOL.parse(segment.text, writer="policy").blocks if b.depth == 0]
+        for block in blocks:
+            trace.add_row(Text(block.tag, style=_BLOCK_STYLES.get(block.tag, "")), Text(block.content.strip()))
+        if not blocks and segment.text.strip():
+            trace.add_row(Text("(text)", style="yellow"), Text(segment.text.strip()))
+    console.print(trace)
+    confidence = f" (confidence {output.confidence:.2f})" if output.confidence is not None else ""
+    label = output.label or "no label (unparseable answer)"
+    console.print(Text.assemble(("Label: ", "bold"), (label, "bold"), confidence))
     shown_text = {e.id: e.text for e in information_entries(trajectory.response)}
     for evidence_id in output.evidence:
         text = shown_text.get(evidence_id)
         shown = f"[[{evidence_id}]]: {text}" if text is not None else f"[[{evidence_id}]] (never retrieved)"
-        console.print(f"  {escape(shown)}", soft_wrap=True)
+        console.print(Text("  " + shown), soft_wrap=True)
     fails = f", failed {', '.join(output.format_failed)}" if output.format_failed else ""
     timing = trajectory.timing
     fmt = "ok" if output.format_ok else "broken"
     console.print(
-        f"[dim]{output.n_searches} search(es), {output.n_turns} turn(s), format {fmt}{fails}; "
-        f"{timing.wall_s:.1f} s ({timing.generated_tokens} tokens generated)[/]"
+        Text(
+            f"{output.n_searches} search(es), {output.n_turns} turn(s), format {fmt}{fails}; "
+            f"{timing.wall_s:.1f} s ({timing.generated_tokens} tokens generated)",
+            style="dim",
+        )
     )
-    if trajectory.error is not None:
-        err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
-        raise typer.Exit(1)
 
 
 @agent_command(resources=("search",), model_flags=("--teacher", "--model"))

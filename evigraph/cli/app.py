@@ -21,6 +21,7 @@ from rich.logging import RichHandler
 from rich.markup import escape
 from rich.table import Table
 
+from evigraph.cli.help import CompactHelpCommand
 from evigraph.cli.kit import AgentRun, agent_command, bind_command
 from evigraph.cli.options import ConfigOpt
 from evigraph.config import Settings, load_settings
@@ -169,7 +170,7 @@ def agent_cli_command(agent: LoadedAgent, hook: str) -> Any:
 
         function = contract_command(agent, hook)
     sub = typer.Typer(add_completion=False)
-    sub.command(name=agent.name)(function)
+    sub.command(name=agent.name, cls=CompactHelpCommand)(function)
     return typer.main.get_command(sub)
 
 
@@ -181,11 +182,11 @@ def _hook_command(hook: str, help_text: str) -> Any:
     return command
 
 
-def _verb_command(verb: str, agent_name: str) -> Any:
+def _verb_command(verb: str, agent_name: str, description: str = "") -> Any:
     def command(ctx: typer.Context) -> None:
         _dispatch("run", agent_name, list(ctx.args), prog=f"evigraph {verb}")
 
-    command.__doc__ = f"Run the {agent_name} agent (`evigraph {verb} --help` for its options)."
+    command.__doc__ = description or f"Run the {agent_name} agent (`evigraph {verb} --help` for its options)."
     return command
 
 
@@ -209,10 +210,16 @@ def build_app() -> typer.Typer:
 
     application.command()(info)
     application.command()(setup)
-    application.command(name="generate")(bind_command(generate, None))
+    application.command(name="generate", cls=CompactHelpCommand)(bind_command(generate, None))
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
+    from evigraph.cli.graph import graph_command
+
+    application.command(name="graph")(graph_command)
+    from evigraph.cli.report import report_command
+
+    application.command(name="report")(report_command)
     from evigraph.cli.train import TrainHelp, export_sft_command, train_command, train_sft_command
 
     application.command(name="train", cls=TrainHelp)(train_command)
@@ -248,7 +255,9 @@ def build_app() -> typer.Typer:
             )
             continue
         claimed[spec.verb] = spec.name
-        application.command(name=spec.verb, context_settings=_PASS_THROUGH)(_verb_command(spec.verb, spec.name))
+        application.command(name=spec.verb, context_settings=_PASS_THROUGH)(
+            _verb_command(spec.verb, spec.name, spec.description)
+        )
     return application
 
 

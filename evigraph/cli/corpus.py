@@ -1,4 +1,4 @@
-"""``evigraph corpus build|search|list|serve``: each flag is a parameter of the library call it makes."""
+"""``evigraph corpus build|search|list|show|serve``: each flag is a parameter of the library call it makes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.table import Table
 __all__ = ("corpus_app",)
 
 console = Console()
-corpus_app = typer.Typer(help="Build, search, list and serve BM25 corpora.", no_args_is_help=True)
+corpus_app = typer.Typer(help="Build, search, list, show and serve BM25 corpora.", no_args_is_help=True)
 
 CorpusArg = Annotated[
     str, typer.Argument(help="Corpus name (see `evigraph corpus list`), directory, or prebuilt:NAME.")
@@ -103,6 +103,51 @@ def list_() -> None:
             info.name, info.kind, "yes" if info.built else "on first use", str(info.entries or ""), escape(info.path)
         )
     console.print(table)
+
+
+@corpus_app.command("show")
+def show(
+    corpus: Annotated[str, typer.Argument(help="Corpus name (see `evigraph corpus list`) or corpus directory.")],
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Documents to list (0: all).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the listing as JSON.")] = False,
+) -> None:
+    """List a corpus's documents: ids, titles, entries per document, and the totals."""
+    from evigraph.corpora.contents import corpus_contents
+    from evigraph.corpora.registry import resolve_corpus
+
+    contents = corpus_contents(resolve_corpus(corpus), name=corpus, limit=limit or None)
+    if as_json:
+        console.print_json(contents.model_dump_json())
+        return
+    if contents.group_sentences:
+        grouping = f" ({contents.group_sentences} sentences per entry)"
+    else:
+        grouping = " (one per document)" if contents.entries == contents.documents else ""
+    console.print(
+        f"[bold]{escape(contents.name)}[/]: {contents.documents:,} documents, {contents.entries:,} entries"
+        f"{grouping}, {contents.characters:,} characters · {escape(contents.path)}",
+        soft_wrap=True,
+    )
+    titled = any(document.title not in (None, document.id) for document in contents.shown)
+    table = Table("#", "document id", *(["title"] if titled else []))
+    table.add_column("entries", justify="right")
+    table.add_column("chars", justify="right")
+    table.add_column("begins", overflow="ellipsis", max_width=48)
+    for number, document in enumerate(contents.shown, start=1):
+        title = [escape(document.title or "")] if titled else []
+        table.add_row(
+            str(number),
+            escape(document.id),
+            *title,
+            str(document.entries),
+            str(document.characters),
+            escape(document.preview),
+        )
+    console.print(table)
+    if len(contents.shown) < contents.documents:
+        console.print(f"{len(contents.shown)} of {contents.documents:,} documents shown (--limit 0 lists all)")
+    if contents.empty_documents:
+        console.print(f"[yellow]{len(contents.empty_documents)} empty document(s) left out when it was built[/]")
 
 
 @corpus_app.command("serve")

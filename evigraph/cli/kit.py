@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from evigraph.cli.inputs import text_or_file
 from evigraph.cli.options import (
     GENERATOR_OPTIONS,
     RESOURCE_OPTIONS,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command", "text_or_file")
 
+out_console = Console()
 err_console = Console(stderr=True)
 
 RUN_PARAMETER = "run"
@@ -64,21 +66,11 @@ class CommandSpec:
     """Whether the agent's config fields become flags."""
     model_flags: tuple[str, ...] = ()
     """Other names for the model flag in this command (``--teacher``); default ``--generator.model``/``--model``."""
+    model_panel: str | None = None
+    """The ``--help`` panel of the model's flags where it is not a generator (``check``'s judge)."""
     refuses: Mapping[str, str] = field(default_factory=dict)
     """Generated flags that cannot act in this command (``--generator.max-new-tokens`` where the cap is another
     flag), each with what to use instead: giving one is an error, and ``--help`` leaves them out."""
-
-
-def text_or_file(value: str) -> str:
-    """A text flag's value, or the contents of the file it names as ``@path`` (long sources, passages)."""
-    if not value.startswith("@"):
-        return value
-    from evigraph.errors import ConfigError
-
-    try:
-        return Path(value[1:]).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{value}: {error}") from None
 
 
 def agent_command(
@@ -89,11 +81,20 @@ def agent_command(
     agent_config: bool = True,
     model_flags: Sequence[str] = (),
     refuses: Mapping[str, str] | None = None,
+    model_panel: str | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Mark ``func`` as an agent command; :func:`bind_command` finishes it when it is dispatched."""
 
     def mark(func: Callable[..., None]) -> Callable[..., None]:
-        spec = CommandSpec(tuple(resources), options, generator, agent_config, tuple(model_flags), dict(refuses or {}))
+        spec = CommandSpec(
+            resources=tuple(resources),
+            options=options,
+            generator=generator,
+            agent_config=agent_config,
+            model_flags=tuple(model_flags),
+            model_panel=model_panel,
+            refuses=dict(refuses or {}),
+        )
         func.__agent_command__ = spec  # type: ignore[attr-defined]
         return func
 
@@ -112,8 +113,11 @@ class AgentRun:
         overrides: dict[str, Any],
         resource_flags: dict[str, dict[str, Any]],
         options: BaseModel | None,
+        model_flag: str = "--model",
     ) -> None:
         self.agent = agent
+        self.model_flag = model_flag
+        """The flag that names this command's model (``--model``, ``--judge``, ``--teacher``), for messages."""
         self.config_path = config_path
         self.overrides = overrides
         self.resource_flags = resource_flags
@@ -208,14 +212,17 @@ class AgentRun:
         self,
         inputs: dict[str, Any],
         *,
-        show: Callable[[Any], None],
+        show: Callable[[Any], None] | None = None,
         as_json: bool = False,
         ok: Callable[[Any], bool] = lambda _output: True,
         status: str = "checking ...",
+        resources: Mapping[str, Any] | None = None,
+        show_trajectory: Callable[[Any, Any], None] | None = None,
     ) -> None:
-        """An agent verb's one graph run over ``inputs`` (checked first, :meth:`inputs`): print the trajectory as
-        JSON (``as_json``) or ``show(output)``; exit 1 when the run failed (the failure named on stderr) or
-        ``ok(output)`` rejects what it concluded."""
+        """An agent verb's one graph run over ``inputs`` (checked first, :meth:`inputs`) with the graph built
+        over ``resources``: print the trajectory as JSON (``as_json``) or ``show(output)`` (``show_trajectory
+        (output, trajectory)`` where given), then the plumbing-model note (:meth:`note_plumbing`); exit 1 when
+        the run failed (the failure named on stderr) or ``ok(output)`` rejects what it concluded."""
         import asyncio
         import sys
 
@@ -223,19 +230,30 @@ class AgentRun:
         from rich.markup import escape
 
         inputs = self.inputs(inputs)
-        graph = self.graph()
+        graph = self.graph(**(resources or {}))
         with err_console.status(status):
             result = asyncio.run(graph.ainvoke(inputs, context=self.context()))
         trajectory, output = result["trajectory"], result["output"]
         if as_json:
             sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")
-        else:
+        elif show_trajectory is not None:
+            show_trajectory(output, trajectory)
+        elif show is not None:
             show(output)
+        self.note_plumbing(as_json=as_json)
         if trajectory.error is not None:
             err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
             raise typer.Exit(1)
         if not ok(output):
             raise typer.Exit(1)
+
+    def note_plumbing(self, *, as_json: bool) -> None:
+        """Say in one line when the configured model is the embedded plumbing model
+        (:func:`evigraph.cli.render.plumbing_note`): on stdout, or on stderr when stdout carries JSON."""
+        from evigraph.cli.render import plumbing_note, print_note
+
+        note = plumbing_note(self.settings().generator.model, self.model_flag)
+        print_note(note, as_json=as_json, console=out_console, err_console=err_console)
 
     def describe(self) -> dict[str, Any]:
         """What a run directory pins: the agent, generator settings, agent config, tool flags and options."""
@@ -278,7 +296,10 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
     own = [p for p in inspect.signature(func, eval_str=True).parameters.values() if p.name != RUN_PARAMETER]
     generated: list[Option] = []
     if spec.generator:
-        generated += [renamed(o, spec.model_flags) if o.key == "generator.model" else o for o in GENERATOR_OPTIONS]
+        generated += [
+            renamed(o, spec.model_flags if o.key == "generator.model" else (), panel=spec.model_panel)
+            for o in GENERATOR_OPTIONS
+        ]
     if agent is not None and agent.config is not None and spec.agent_config:
         inherited = getattr(agent.config, "inherit_from_generator", {})
         generated += model_options(agent.config, prefix="config__", panel="Agent", exclude=inherited)
@@ -346,6 +367,7 @@ def bind_command(func: Callable[..., None], agent: LoadedAgent | None) -> Callab
             overrides=overrides,
             resource_flags=resource_flags,
             options=options,
+            model_flag=spec.model_flags[0] if spec.model_flags else "--model",
         )
         func(**values, **{RUN_PARAMETER: run})
 

@@ -46,14 +46,16 @@ class Option:
     """The dotted settings key the value overrides (``generator.seed``), or the model field it fills."""
 
 
-def renamed(option: Option, flags: Sequence[str]) -> Option:
-    """``option`` under other ``flags`` (same type, help and key); unchanged when ``flags`` is empty."""
-    if not flags:
+def renamed(option: Option, flags: Sequence[str], *, panel: str | None = None) -> Option:
+    """``option`` under other ``flags`` and in another help ``panel`` (same type, help and key); unchanged where
+    ``flags`` is empty and ``panel`` is ``None``."""
+    if not flags and panel is None:
         return option
     kind, info = get_args(option.annotation)
+    names = tuple(flags) or (info.default, *(info.param_decls or ()))  # typer keeps the first flag as `default`
     return Option(
         option.name,
-        Annotated[kind, typer.Option(*flags, help=info.help, rich_help_panel=info.rich_help_panel)],
+        Annotated[kind, typer.Option(*names, help=info.help, rich_help_panel=panel or info.rich_help_panel)],
         option.key,
     )
 

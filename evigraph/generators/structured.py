@@ -97,7 +97,10 @@ async def generate_structured(
     guided = "json" in generator.supported_guides
     if guided:
         segments = list(transcript)
-        call_params = params.model_copy(update={"guide": Guide.json(schema)})
+        # A JSON guide the caller set is a narrower schema of the same object (weak-model mode: the input's own
+        # pieces as enums); the reply is still validated against ``schema``.
+        keep = params.guide is not None and params.guide.kind == "json"
+        call_params = params if keep else params.model_copy(update={"guide": Guide.json(schema)})
     else:
         segments = _with_instruction(transcript, schema)
         call_params = params.model_copy(update={"guide": None})

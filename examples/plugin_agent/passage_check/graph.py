@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from evigraph.generators.base import Generator
-from evigraph.generators.types import SamplingParams
+from evigraph.generators.types import Guide, SamplingParams
+from evigraph.graphs.context import RunScope
 from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
 from evigraph.trajectory import Segment
 from passage_check.prompts import prompt
@@ -20,7 +21,10 @@ from passage_check.schemas import PassageCheckConfig, PassageCheckInputs, Passag
 from passage_check.scoring import REWARD
 from passage_check.verdict import read_verdict
 
-__all__ = ("build_passage_check_graph",)
+__all__ = ("ANSWER_GUIDE", "build_passage_check_graph")
+
+ANSWER_GUIDE = Guide.pattern("<answer>(yes|no)</answer>")
+"""Weak-model mode: the turn can only be the one answer block, so what the model decides is yes or no."""
 
 
 class State(PassageCheckInputs, OneTurnState, total=False):
@@ -32,6 +36,14 @@ def build_passage_check_graph(
 ) -> Any:
     """The compiled graph (``generator`` may be ``None`` when each run passes one in its ``RunContext``)."""
     config = config or PassageCheckConfig()
+
+    def protocol(_state: State, scope: RunScope) -> dict[str, Any]:
+        fields: dict[str, Any] = {"stop": PROTOCOL.stop_strings("answer")}
+        # Only where the backend enforces regex guides, and never in a strict (training) run.
+        if scope.guided(config.constrained, guide_kind="regex"):
+            fields["guide"] = ANSWER_GUIDE
+        return fields
+
     agent = OneTurnAgent(
         name="passage-check",
         state_schema=State,
@@ -41,7 +53,7 @@ def build_passage_check_graph(
         prompt=lambda state, _scope: {
             "transcript": (Segment(origin="prompt", role="user", text=prompt(state["claim"], state["passage"])),)
         },
-        protocol=lambda _state, _scope: {"stop": PROTOCOL.stop_strings("answer")},
+        protocol=protocol,
         read=lambda _state, last, _scope: read_verdict(last.text if last else "", lenient=config.lenient),
         inputs=lambda state: {"claim": state["claim"], "passage": state["passage"]},
         reward=REWARD,

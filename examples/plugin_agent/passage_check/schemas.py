@@ -25,6 +25,9 @@ class PassageCheckConfig(BaseModel):
     """Token cap of the one turn."""
     lenient: bool = False
     """Accept the verdict in any letter case and with surrounding spaces."""
+    constrained: bool | None = None
+    """Decode under a pattern that admits only the answer block with yes or no (weak models, inference only);
+    default: the generator's weak-model mode (on for the embedded model)."""
 
 
 class PassageCheckInputs(TypedDict, total=False):

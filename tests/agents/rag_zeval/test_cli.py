@@ -39,13 +39,22 @@ def test_rank_scores_answer_files_and_prints_the_ranking(tmp_path: Path) -> None
     # The shape: --responses a.txt b.txt (the second file arrives as a positional argument).
     done = run_cli("rank", "--question", QUESTION, "--reference", REFERENCE, "--responses", *paths, "--model", model)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.index("1. " + paths[1]) < done.stdout.index("2. " + paths[0])
-    assert "S = 2/2 = 1.000" in done.stdout and "S = 0/1 = 0.000" in done.stdout
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    best, worst = (
+        f"1 {paths[1]} (shown as {letters[1]}) 2/2 = 1.000",
+        f"2 {paths[0]} (shown as {letters[0]}) 0/1 = 0.000",
+    )
+    assert lines.index(best) < lines.index(worst)
+    assert (
+        f"{paths[1]}: {GOOD}" in lines
+        and "supported claim 0 The bridge over the river opened to traffic in March 1932." in lines
+    )
+    assert "unsupported claim 0 -" in lines
     done = run_cli("rank", "--question", QUESTION, "--reference", REFERENCE, "--responses", paths[0],
                    "--responses", paths[1], "--model", model, "--json")  # fmt: skip
     assert json.loads(done.stdout)["output"]["letters"] == list(letters)
     done = run_cli("rank", "--question", QUESTION, "--reference", REFERENCE, "--responses", paths[0], "--model", model)
-    assert done.returncode != 0 and "at least two answer files" in done.stderr
+    assert done.returncode != 0 and "at least two answers" in done.stderr
     unreadable = scripted_model(tmp_path / "bad.json", ["no JSON, no ids"])
     done = run_cli("rank", "--question", QUESTION, "--reference", REFERENCE, "--responses", *paths,
                    "--model", unreadable)  # fmt: skip

@@ -25,8 +25,9 @@ def test_detect_prints_spans_with_offsets_and_quotes(tmp_path: Path) -> None:
     args = ["--source", str(tmp_path / "doc.txt"), "--response", str(tmp_path / "answer.txt"), "--model", model]
     done = run_cli("detect", *args)
     assert done.returncode == 0, done.stderr
-    assert "[57, 61) '1899'" in done.stdout and "source [21, 38)" in done.stdout
-    assert "listed but not in the response: 'not in the text'" in done.stdout
+    assert "1. [57, 61) “1899”" in done.stdout and "quote “completed in 1889”  source [21, 38)" in done.stdout
+    assert "listed but not in the response: “not in the text”" in done.stdout
+    assert "response (summary): 1 hallucinated span(s) highlighted" in done.stdout and T in done.stdout
     done = run_cli("detect", *args, "--json")
     assert json.loads(done.stdout)["output"]["spans"][0]["start"] == 57
 
@@ -39,7 +40,9 @@ def test_detect_rejects_bad_input_with_a_clear_message(tmp_path: Path) -> None:
     )
     assert done.returncode != 0 and "a data-to-text source must be a JSON object" in done.stderr
     done = run_cli("detect", "--source", str(tmp_path / "nope.txt"), "--response", str(tmp_path / "a.txt"))
-    assert done.returncode != 0 and "--source" in done.stderr
+    assert done.returncode == 2 and "--source: no such file" in done.stderr and "nope.txt" in done.stderr
+    done = run_cli("detect", "--source", f"@{tmp_path / 'nope.txt'}", "--response", "x")
+    assert done.returncode == 2 and "--source: no such file" in done.stderr
     done = run_cli(
         "detect", "--source", str(tmp_path / "a.txt"), "--response", str(tmp_path / "a.txt"), "--task", "poem"
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evigraph.agents.rlseek.prompts import detection_guide
+from evigraph.agents.rlseek.decoding import BACKED, CONTRADICTED, detection_guide
 from evigraph.agents.rlseek.schemas import RLSeekConfig
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.graphs.context import RunContext
@@ -154,19 +154,21 @@ def test_the_weak_model_guide_accepts_a_well_formed_detection(task: str) -> None
         else ('## Final Output\n```json\n{"hallucination list": ["1899", "in 1899"]}\n```')
     )
     reply = (
-        "## Step 1: Check the year\n- Evidence: <quote>completed in 1889</quote>\n- Evaluation: It differs.\n"
-        "## Step 2: Check the height\n- Evidence: <quote>It is 330 metres tall.</quote>\n- Evaluation: Same.\n" + ending
+        f"## Step 1: Check the year\n- Evidence: <quote>completed in 1889</quote>\n- Evaluation: {CONTRADICTED}\n"
+        f"## Step 2: Check the height\n- Evidence: <quote>It is 330 metres tall.</quote>\n- Evaluation: {BACKED}\n"
+        + ending
     )
     pattern = re.compile(detection_guide(task))
     assert pattern.fullmatch(reply)
     assert not pattern.fullmatch(reply.replace("## Step 2", "## Step 3"))  # numbers count up
     assert not pattern.fullmatch(reply.replace("<quote>completed", "<quote><quote>completed"))
+    assert not pattern.fullmatch(reply.replace(BACKED, "Same."))  # the evaluation is one of the fixed verdicts
 
 
 def test_guided_runs_send_the_guide_and_the_demonstration() -> None:
     reply = (
-        "## Step 1: Check the year\n- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>\n"
-        "- Evaluation: It differs.\n## Final Output\n```json\n"
+        '## Step 1: Check "and was completed in 1899."\n- Evidence: <quote>The Eiffel Tower was completed in 1889.'
+        f"</quote>\n- Evaluation: {CONTRADICTED}\n## Final Output\n```json\n"
         '{"hallucination list": ["and was completed in 1899."]}\n```'
     )
     generator = GuidedScripted([reply])
@@ -179,8 +181,8 @@ def test_guided_runs_send_the_guide_and_the_demonstration() -> None:
 def test_with_the_texts_the_guide_only_admits_verbatim_quotes_and_response_clauses() -> None:
     pattern = re.compile(detection_guide("summary", source=D, response=T))
     reply = (
-        "## Step 1: Check the year\n- Evidence: <quote>The Eiffel Tower was completed in 1889.</quote>\n"
-        '- Evaluation: It differs.\n## Final Output\n```json\n{"hallucination list": '
+        '## Step 1: Check "The Eiffel Tower is 330 metres tall"\n- Evidence: <quote>The Eiffel Tower was completed '
+        f'in 1889.</quote>\n- Evaluation: {BACKED}\n## Final Output\n```json\n{{"hallucination list": '
         '["and was completed in 1899."]}\n```'
     )
     assert pattern.fullmatch(reply)

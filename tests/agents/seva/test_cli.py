@@ -27,7 +27,10 @@ def test_attribute_prints_the_verdict(tmp_path: Path) -> None:
     model = scripted_model(tmp_path / "r.json", [REPLY, REPLY])
     done = run_cli("attribute", "--claim", CLAIM, "--source", f"@{tmp_path / 'source.txt'}", "--model", model)
     assert done.returncode == 0, done.stderr
-    assert "Attributable (confidence 0.90)" in done.stdout and "opened in 1932: supported" in done.stdout
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert lines[0] == "Attributable (confidence 0.90)"
+    assert "opened in 1932 opened to traffic in March 1932 match [15, 46)" in lines  # where it is in the source
+    assert "opened in 1932 supported Same year as the source." in lines
     done = run_cli("attribute", "--claim", CLAIM, "--source", SOURCE, "--model", model, "--json")
     assert json.loads(done.stdout)["output"]["label"] == "Attributable"
     unreadable = scripted_model(tmp_path / "bad.json", ["no json here", "still none"])

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 from evigraph.agents.seva.rewards import process_reward
-from evigraph.agents.seva.schemas import SevaConfig, Verdict
+from evigraph.agents.seva.schemas import SevaConfig
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.graphs.context import RunContext
 from evigraph.graphs.seva import build_seva_graph
-from evigraph.trajectory import Segment
+from tests.doubles import JsonGuidedScripted
 
 CLAIM = "The study enrolled 500 participants from 12 countries."
 SOURCE = "The trial enrolled 500 participants from 8 different nations between 2019 and 2021."
@@ -112,24 +111,30 @@ def test_the_budget_fails_cleanly(qwen2_style_tokenizer: Any) -> None:
     assert trajectory.error is not None and trajectory.error.type == "BudgetExhausted"
 
 
-class JsonGuided(ScriptedGenerator):
-    """A scripted backend that enforces JSON guides the way a real one does: a reply outside the schema fails."""
-
-    supported_guides = frozenset({"json"})
-
-    async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
-        result = await super()._continue(transcript, params)
-        if params.guide is not None:
-            assert params.guide.json_schema == Verdict.model_json_schema()
-            Verdict.model_validate_json(result.text)
-        return result
+GUIDED_VERDICT = {
+    "evidence_alignment": [
+        {"claim_span": "The study enrolled 500 participants", "source_span": "The trial enrolled 500 participants",
+         "status": "match"},
+        {"claim_span": "from 12 countries.", "source_span": "from 8 different nations", "status": "mismatch"},
+    ],
+    "reasoning_chain": [
+        {"claim_part": "The study enrolled 500 participants", "source_evidence": "The trial enrolled 500 participants",
+         "judgment": "supported", "explanation": "The count agrees."},
+        {"claim_part": "from 12 countries.", "source_evidence": "from 8 different nations",
+         "judgment": "not_supported", "explanation": "The source says 8 nations."},
+    ],
+    "label": "Not Attributable", "confidence": 0.9, "error_type": "numerical_exaggeration",
+    "fix_suggestion": "Change 12 to 8.",
+}  # fmt: skip
+"""A verdict a weak model can write under the guide: every span is a piece of the claim or the source."""
 
 
 def test_guided_runs_decode_under_the_verdict_schema() -> None:
-    generator = JsonGuided([REPLY])
+    generator = JsonGuidedScripted([json.dumps(GUIDED_VERDICT)])
     result = _run(generator, config=SevaConfig(guided=True))
     assert generator.calls[0].params.guide is not None and result["output"].parse_ok
-    generator = JsonGuided([REPLY])
+    assert result["output"].error_type == "numerical_exaggeration"
+    generator = JsonGuidedScripted([REPLY])
     _run(generator, config=SevaConfig())  # default: the generator's weak-model mode, off here
     assert generator.calls[0].params.guide is None
     plain = ScriptedGenerator([REPLY])  # a backend without JSON guides is never sent one

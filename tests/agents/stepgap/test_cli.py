@@ -39,10 +39,20 @@ def test_check_prints_labels_paths_and_names_the_fallback_nli(tmp_path: Path) ->
     assert [c["label"] for c in checks["steps"]] == ["MB", "IE"]
     assert checks["steps"][0]["pipeline_path"].endswith("stageC:quote_found, stageD:neutral")
     assert checks["nli"].startswith("generator:")  # which NLI ran is always named
-    replies.write_text(json.dumps([judgement(), judgement()]), encoding="utf-8")
-    done = run_cli("check", str(trace), "--model", f"scripted:{replies}")
+    done = run_cli("check", str(trace), "--judge", f"scripted:{replies}")  # the same judge under --judge
     assert done.returncode == 0, done.stderr
-    assert "step 1 (inference): no-gap -> none" in done.stdout
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert "1 Whiplash was directed by Damien Chazelle. MB bridging-search 0.76" in lines  # the steps table
+    assert "search: Whiplash director" in lines and "2 So the director is Chazelle. IE re-search 1.00" in lines
+    assert "answer: Damien Chazelle" in lines
+    assert lines[lines.index("step 1 (inference): MB") + 1 :][:4] == [
+        "A (alignment): the step stays on the question",
+        "B (abstention): the step does not abstain",
+        "C (entity and quote): a verbatim quote of the evidence backs the step",
+        "D (quote entails claim): the quote neither entails nor contradicts the claim",
+    ]
+    assert "C (entity and quote): the evidence is about another entity" in lines
+    assert "IE = irrelevant evidence: search again; MB = missing bridge: search for the linking fact" in lines
 
 
 def test_check_exits_non_zero_when_the_judge_fails_and_names_a_bad_trace_file(tmp_path: Path) -> None:

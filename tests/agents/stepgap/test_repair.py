@@ -9,6 +9,7 @@ from typing import Any
 
 from evigraph.agents.stepgap.schemas import StepGapConfig
 from evigraph.generators.scripted import ScriptedGenerator
+from evigraph.graphs.context import RunContext
 from evigraph.graphs.stepgap import build_stepgap_graph
 from evigraph.graphs.stepgap_repair import build_repair_graph
 from evigraph.trajectory import Evidence
@@ -26,7 +27,7 @@ PASSAGES = {
 }
 
 
-def policy() -> ScriptedGenerator:
+def policy(tokenizer: Any = None) -> ScriptedGenerator:
     """Searches the film; after a re-search note it searches the director; answers from what it has."""
 
     def reply(transcript: list[Any], params: Any) -> str:
@@ -39,7 +40,7 @@ def policy() -> ScriptedGenerator:
             return "<think>Chazelle was born in Providence.</think>\n<answer>Providence</answer>"
         return "<think>The conductor is the director.</think>\n<answer>New York</answer>"
 
-    return ScriptedGenerator(reply)
+    return ScriptedGenerator(reply, tokenizer=tokenizer)
 
 
 JUDGE = {
@@ -104,3 +105,18 @@ def test_a_contradicted_answer_is_reopened_and_retracted() -> None:
     assert output.answer == "Providence"
     notes = [s.text for s in result["trajectory"].segments if s.origin == "environment"]
     assert any('"Actually,"' in n for n in notes) and all("<answer>" not in n for n in notes)
+
+
+def test_a_note_after_a_search_is_counted_on_a_token_backend(qwen2_style_tokenizer: Any) -> None:
+    """The note joins the search's information turn; on a token backend with a sequence budget its tokens are
+    the merged turn's less the information's (counting the note alone after the information failed)."""
+    nli = FakeNLI({"Providence": ENTAIL})
+    graph = build_repair_graph(
+        policy(qwen2_style_tokenizer), search=DictSearch(PASSAGES), nli=nli, judge=judge_by_step(JUDGE)
+    )
+    result = asyncio.run(
+        graph.ainvoke({"question": QUESTION, "golds": ["Providence"]}, context=RunContext(max_sequence_tokens=4096))
+    )
+    output, trajectory = result["output"], result["trajectory"]
+    assert trajectory.error is None and output.answer == "Providence" and output.repairs == 1
+    assert output.labels == ["IE", "no-gap", "no-gap"]

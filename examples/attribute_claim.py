@@ -1,0 +1,103 @@
+"""A structured attribution verdict with SEVA: does the source fully back the claim, and why? One JSON verdict
+lines claim spans up with source spans (match / mismatch / not found), reasons over the claim's parts, and gives
+a label (Attributable / Not Attributable), a confidence and, when not attributable, an error type from six
+(numerical exaggeration, negation flip, scope inflation, temporal shift, entity substitution, fabrication).
+
+    python examples/attribute_claim.py ["CLAIM"] [--source FILE] [--model smollm2]
+
+The bundled source is the demo corpus's Assateague Light entry; the bundled claim doubles the tower's height
+(about 142 feet in the source), a numerical exaggeration.
+
+Expected output (embedded model, decoding under the verdict's JSON schema; one run: 90 s in all on 2 CPU cores
+shared with a background benchmark, model loading included). A 135M model fills the structure but not with
+sense: it aligns the whole claim with the wrong sentence, reasons "not supported" and still labels it
+Attributable::
+
+    claim: Assateague Light was first lit in 1867 and is about 300 feet tall.
+    alignment:
+      'Assateague Light was first lit in 1867' ~ 'Assateague Light is a lighthouse on Assateague Island near
+      Chincoteague, Virginia.'  match  (in the source)
+      ...
+    reasoning:
+      'Assateague Light was first lit in 1867' <- 'Assateague Light is a lighthouse on Assateague Island near
+      Chincoteague, Virginia.'  (in the source): not_supported -- The claim is not supported by the source's ...
+      ...
+    label: Attributable (confidence 0.00)
+    took 79.3 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from evigraph.agents.seva.schemas import NOT_ATTRIBUTABLE, SevaOutput
+from evigraph.config import GeneratorConfig
+from evigraph.generators.base import Generator
+from evigraph.generators.factory import make_generator
+from evigraph.graphs.seva import build_seva_graph
+
+SOURCE = (
+    "Assateague Light is a lighthouse on Assateague Island near Chincoteague, Virginia. The present brick tower was "
+    "first lit in 1867. Its red and white horizontal stripes make it easy to recognise from the sea. The tower is "
+    "about 142 feet tall. It is still an active aid to navigation."
+)
+CLAIM = "Assateague Light was first lit in 1867 and is about 300 feet tall."
+
+
+async def attribute(claim: str, source: str, generator: Generator) -> SevaOutput:
+    """One SEVA verdict (the embedded model decodes under the verdict's JSON schema, inference only)."""
+    result = await build_seva_graph(generator).ainvoke({"claim": claim, "source": source})
+    return result["output"]
+
+
+def _items(parsed: dict[str, Any] | None, key: str) -> list[tuple[int, dict[str, Any]]]:
+    # The parsed reply is the model's JSON as written: keep only the well-formed items, with their positions.
+    items = (parsed or {}).get(key)
+    return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def show(claim: str, output: SevaOutput) -> None:
+    print(f"claim: {claim}")
+    if not output.parse_ok:
+        print(f"the verdict could not be read: {output.parse_error}")
+        return
+    located = {(check.field, check.index): check.found for check in output.source_spans}
+
+    def where(field: str, index: int) -> str:
+        found = located.get((field, index))
+        return "" if found is None else "  (in the source)" if found else "  (not in the source)"
+
+    print("alignment:")
+    for i, item in _items(output.parsed, "evidence_alignment"):
+        span = f"{item.get('claim_span')!r} ~ {item.get('source_span')!r}"
+        print(f"  {span}  {item.get('status')}{where('evidence_alignment', i)}")
+    print("reasoning:")
+    for i, item in _items(output.parsed, "reasoning_chain"):
+        evidence = f"{item.get('claim_part')!r} <- {item.get('source_evidence')!r}"
+        print(f"  {evidence}{where('reasoning_chain', i)}: {item.get('judgment')} -- {item.get('explanation')}")
+    print(f"label: {output.label} (confidence {output.confidence:.2f})")
+    # An error type belongs to a Not Attributable verdict only.
+    if output.label == NOT_ATTRIBUTABLE and output.error_type:
+        print(f"error type: {output.error_type}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("claim", nargs="?", default=CLAIM)
+    parser.add_argument("--source", type=Path, default=None, help="The source text (default: a demo entry).")
+    parser.add_argument("--model", default="smollm2", help="Any evigraph model spec (default: the embedded one).")
+    args = parser.parse_args(argv)
+    source = args.source.read_text(encoding="utf-8") if args.source else SOURCE
+    generator = make_generator(GeneratorConfig(model=args.model))
+    started = time.perf_counter()
+    output = asyncio.run(attribute(args.claim, source, generator))
+    show(args.claim, output)
+    print(f"took {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
