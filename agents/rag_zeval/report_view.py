@@ -13,7 +13,7 @@ from typing import Any
 
 from evigraph.agents.rag_zeval.rewards import ranking_accuracy, top1_accuracy
 from evigraph.agents.rag_zeval.schemas import RagZevalGold, RagZevalOutput, ScoredCandidate
-from evigraph.report.helpers import error_text, occurrences, scores_of
+from evigraph.report.helpers import occurrences, record_view
 from evigraph.report.view import Block, KeyValuesBlock, RecordView, TableBlock, TextBlock
 
 __all__ = ("report_view",)
@@ -108,14 +108,12 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
     if gold is not None:
         order = sorted(range(len(gold.alphas)), key=lambda i: -gold.alphas[i])
         gold_text = " > ".join(f"answer {i + 1} (α {gold.alphas[i]:g})" for i in order)
-    return RecordView(
-        id=str(line.get("id")),
+    return record_view(
+        line,
         verdict=verdict,
         gold=gold_text,
         correct=correct,
-        error=error_text(line),
         facets=facets,
         input=tuple(shown),
         trajectory=tuple(blocks),
-        scores=scores_of(line),
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from evigraph.agents.rlseek.prompts import render_source
 from evigraph.agents.rlseek.schemas import QuoteCheck, RLSeekGold, RLSeekOutput, task_variant
-from evigraph.report.helpers import error_text, scores_of, transcript_of
+from evigraph.report.helpers import record_view, transcript_of
 from evigraph.report.view import Block, Highlight, KeyValuesBlock, RecordView, TableBlock, TextBlock
 
 __all__ = ("report_view",)
@@ -101,14 +101,12 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
     if gold is not None:
         gold_text = ", ".join(repr(response[s:e]) for s, e in gold.spans) if gold.spans else "no hallucination"
         facets["gold label"] = ("hallucinated",) if gold.spans else ("faithful",)
-    return RecordView(
-        id=str(line.get("id")),
+    return record_view(
+        line,
         verdict=verdict,
         gold=gold_text,
         correct=correct,
-        error=error_text(line),
         facets=facets,
         input=tuple(shown),
         trajectory=tuple(steps),
-        scores=scores_of(line),
     )

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evigraph.agents.seva.schemas import SevaGold, SevaOutput
-from evigraph.report.helpers import error_text, occurrences, scores_of
+from evigraph.report.helpers import occurrences, record_view
 from evigraph.report.view import Block, Highlight, KeyValuesBlock, RecordView, TableBlock, TextBlock, Tone
 
 __all__ = ("report_view",)
@@ -117,14 +117,12 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
     if gold is not None:
         gold_text = gold.label + (f" · {gold.category}" if gold.category else "")
         facets["gold label"] = (gold.label,)
-    return RecordView(
-        id=str(line.get("id")),
+    return record_view(
+        line,
         verdict=verdict,
         gold=gold_text,
         correct=None if gold is None or output is None else output.label == gold.label,
-        error=error_text(line),
         facets=facets,
         input=shown,
         trajectory=tuple(blocks),
-        scores=scores_of(line),
     )

@@ -13,7 +13,7 @@ from typing import Any
 from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
 from evigraph.agents.stepgap.data import GoldRecord
 from evigraph.agents.stepgap.schemas import StepCheck, StepGapOutput
-from evigraph.report.helpers import error_text, occurrences, scores_of, tagged_segments, transcript_of
+from evigraph.report.helpers import occurrences, record_view, tagged_segments, transcript_of
 from evigraph.report.view import Block, Highlight, KeyValuesBlock, RecordView, TableBlock, TextBlock, Tone
 
 __all__ = ("report_view", "steps_table")
@@ -98,14 +98,12 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
     correct = None
     if output is not None and output.em is not None:
         correct = output.em == 1
-    return RecordView(
-        id=str(line.get("id")),
+    return record_view(
+        line,
         verdict=verdict,
         gold=gold_text,
         correct=correct,
-        error=error_text(line),
         facets=facets,
         input=(TextBlock(title="question", text=question),),
         trajectory=tuple(blocks),
-        scores=scores_of(line),
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from evigraph.agents.veri_r1.evaluation import VeriR1Record
 from evigraph.agents.veri_r1.protocol import VERI_R1_PROTOCOL
-from evigraph.report.helpers import error_text, scores_of, tagged_segments
+from evigraph.report.helpers import record_view, tagged_segments
 from evigraph.report.view import Block, Highlight, KeyValuesBlock, RecordView, TextBlock
 
 __all__ = ("entry_marks", "report_view")
@@ -84,14 +84,13 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
         facets["gold label"] = (gold.label,)
     if out is not None:
         facets["format"] = ("ok",) if out.format_ok else tuple(out.format_failed or ["failed"])
-    return RecordView(
+    return record_view(
+        line,
         id=record.id,
         verdict=verdict,
         gold=None if gold is None else gold.label + (f" · {', '.join(gold.evidence)}" if gold.evidence else ""),
         correct=None if gold is None or out is None else out.label == gold.label,
-        error=error_text(line),
         facets=facets,
         input=(TextBlock(title="claim", text=record.claim),),
         trajectory=tuple(blocks),
-        scores=scores_of(line),
     )

@@ -114,14 +114,12 @@ def generic_view(line: Mapping[str, Any]) -> RecordView:
         for segment in transcript_of(line)
         if segment.origin != "prompt"
     ]
-    return RecordView(
-        id=str(line.get("id")),
+    return record_view(
+        line,
         verdict=verdict,
         gold=compact(gold) if gold else None,
-        error=error_text(line),
         input=tuple(shown),
         trajectory=(*steps, json_block("output", output), *([json_block("gold", gold)] if gold else [])),
-        scores=scores_of(line),
     )
 
 
@@ -137,3 +135,9 @@ def _error_text(error: Any) -> str | None:
 def error_text(line: Mapping[str, Any]) -> str | None:
     """Why the line's run failed (``type in where: message``), or ``None``."""
     return _error_text(line.get("error") or (line.get("trajectory") or {}).get("error"))
+
+
+def record_view(line: Mapping[str, Any], **fields: Any) -> RecordView:
+    """One record's view: ``fields`` (verdict, gold, correct, facets, input, trajectory ...) plus what every
+    agent's view takes from the prediction line the same way -- its id, its run error and its scores."""
+    return RecordView(**{"id": str(line.get("id")), **fields}, error=error_text(line), scores=scores_of(line))
