@@ -21,11 +21,16 @@ claim_words = subject_words
 """The claim's ``(content words, all words)``; see :func:`~evigraph.protocol.guides.subject_words`."""
 
 
-def _answer(seen_ids: Sequence[str]) -> str:
+def _cite(seen_ids: Sequence[str]) -> str | None:
+    """One ``[[id]]`` of the ids shown, or ``None`` before any were."""
     # Ids come from retrieved entries (untrusted): escaped, and only those containing no bracket or newline,
     # which could never be cited in the [[id]] syntax anyway.
     ids = [re.escape(i) for i in dict.fromkeys(seen_ids) if i and not set(i) & set("[]\n<")]
-    cite = r"\[\[(?:" + "|".join(ids) + r")\]\]" if ids else None
+    return r"\[\[(?:" + "|".join(ids) + r")\]\]" if ids else None
+
+
+def _answer(seen_ids: Sequence[str]) -> str:
+    cite = _cite(seen_ids)
     evidence = f"(?:{cite}(?:, {cite}){{0,{MAX_CITED - 1}}})?" if cite else ""
     return block("answer", rf"\nLabel: (?:SUPPORT|REFUTE|NOT ENOUGH INFO)\nEvidence: {evidence}\n")
 
@@ -56,7 +61,11 @@ def turn_regex(
     # With the claim's words, reasoning is at most two sentences: a small greedy model otherwise repeats one
     # sentence until the token cap. Each sentence is unbounded, which keeps the enforcer's cache warm.
     sentence = sentence_regex(max_block_chars)
-    think = block("think", f"{sentence}(?: {sentence})?" if content else body)
+    reasoning = f"{sentence}(?: {sentence})?" if content else body
+    # After results came back, reasoning opens on one of the entries shown: it is then about this run's results,
+    # where free sentences let a small model copy the worked example's entry instead.
+    cite = _cite(seen_ids)
+    think = block("think", f"{cite} {reasoning}" if cite and content else reasoning)
     action = _answer(seen_ids)
     if may_search:
         action = f"(?:{block('search', query)}|{action})"

@@ -108,7 +108,7 @@ Claim to verify: The Eiffel Tower stands in Rome.
 <information>
 [[Eiffel Tower_sentence_0]]: The Eiffel Tower is a wrought-iron tower in Paris, France.
 </information>
-<think>The entry places the tower in Paris, not in Rome, so the claim is false.</think>
+<think>[[Eiffel Tower_sentence_0]] places the tower in Paris, not in Rome, so the claim is false.</think>
 <answer>
 Label: REFUTE
 Evidence: [[Eiffel Tower_sentence_0]]

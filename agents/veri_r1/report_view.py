@@ -42,9 +42,12 @@ def entry_marks(text: str, cited: Collection[str], gold: Collection[str] | None)
 
 
 def _given_entries(prompt: str) -> str | None:
-    """The offline prompt's block of entries (its last ``<information>`` block), if it has one."""
+    """The offline prompt's block of entries: the ``<information>`` block that ends it. An online prompt has none
+    (an information block inside its worked example is the example's, not this run's)."""
+    if not prompt.rstrip().endswith("</information>"):
+        return None
     start = prompt.rfind("<information>")
-    end = prompt.find("</information>", start)
+    end = prompt.rfind("</information>")
     return prompt[start + len("<information>") : end].strip("\n") if start >= 0 and end > start else None
 
 

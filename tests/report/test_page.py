@@ -137,3 +137,14 @@ def test_read_run_names_what_is_wrong_with_a_run_directory(tmp_path: Path) -> No
     assert [r.id for r in read_run(tmp_path, None).page.records] == ["1"]
     with pytest.raises(ConfigError, match="page size"):
         read_run(tmp_path, None, page_size=0)
+
+
+def test_veri_r1_shows_given_entries_only_for_an_offline_prompt() -> None:
+    from evigraph.agents.veri_r1.prompts import offline_prompt, online_prompt
+    from evigraph.agents.veri_r1.report_view import _given_entries
+    from evigraph.trajectory import Evidence
+
+    offline = offline_prompt("It rains.", [Evidence(id="Rain_sentence_0", text="Rain falls.")])
+    assert _given_entries(offline) == "[[Rain_sentence_0]]: Rain falls."
+    # The online prompt's worked example holds an information block of its own: not this run's entries.
+    assert _given_entries(online_prompt("It rains.", demonstration=True)) is None

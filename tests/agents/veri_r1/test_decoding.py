@@ -33,6 +33,22 @@ def test_turn_regex_accepts_protocol_turns_and_only_seen_ids() -> None:
     assert "bad" not in last  # an id that cannot be written as [[id]] is never offered
 
 
+def test_reasoning_after_results_opens_on_an_entry_shown() -> None:
+    claim = "Hog Island Light was first lit in 1853."
+    turn = turn_regex(first=False, may_search=True, seen_ids=["Hog Island Light_sentence_0"], claim=claim)
+    answer = "\n<answer>\nLabel: REFUTE\nEvidence: [[Hog Island Light_sentence_0]]\n</answer>"
+    assert re.fullmatch(turn, "<think>[[Hog Island Light_sentence_0]] says the tower was lit in 1852.</think>" + answer)
+    # Free reasoning -- or the worked example's own entry -- is what a small model copied from the prompt.
+    assert not re.fullmatch(turn, "<think>The Eiffel Tower is a wrought-iron tower in Paris, France.</think>" + answer)
+    assert not re.fullmatch(turn, "<think>[[Eiffel Tower_sentence_0]] places the tower in Paris.</think>" + answer)
+    before = turn_regex(first=True, may_search=True, seen_ids=[], claim=claim)  # nothing shown yet: free reasoning
+    assert re.fullmatch(
+        before,
+        "<plan>Look up Hog Island Light and check the claim.</plan>\n<think>I will search.</think>\n"
+        "<search>Hog Island Light</search>",
+    )
+
+
 class OneHitSearch:
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         return [Evidence(id="Hog Island Light_sentence_0", text="The first tower was lit in 1852.")]
@@ -47,7 +63,12 @@ def test_a_random_model_under_the_guide_produces_protocol_valid_runs(tiny_llama_
     generator = TransformersGenerator(tiny_llama_dir, constrained=True)
     # Random weights never close a block on their own: the bounded guide forces every block shut.
     config = VeriR1Config(
-        constrained=True, guide_max_block_chars=40, max_searches=1, max_new_tokens=200, logprobs=False
+        constrained=True,
+        guide_max_block_chars=40,
+        max_searches=1,
+        max_new_tokens=200,
+        logprobs=False,
+        demonstration=False,  # the guide alone: random weights make the worked example's text irrelevant
     )
     graph = build_veri_r1_graph(generator, OneHitSearch(), config)
     state = asyncio.run(graph.ainvoke({"claim": "Hog Island Light was first lit in 1853."}))
@@ -59,6 +80,8 @@ def test_a_random_model_under_the_guide_produces_protocol_valid_runs(tiny_llama_
     assert set(output.evidence) <= {"Hog Island Light_sentence_0"}
     # Random weights, yet every turn has the protocol's shape: what the guide is for.
     assert output.format_ok and output.n_searches == 1
+    thinks = [s.text for s in policy if s.text.startswith("<think>")]
+    assert thinks and thinks[-1].startswith("<think>[[Hog Island Light_sentence_0]] ")
     assert check_format(trajectory.segments).ok
     # Token backend: exact ids on every segment, and each step's span is its policy turn (the loss mask).
     assert trajectory.token_ids() is not None

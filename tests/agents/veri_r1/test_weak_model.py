@@ -54,9 +54,9 @@ def test_the_plan_and_reasoning_have_a_fixed_small_shape() -> None:
     assert not re.fullmatch(first, "<plan>1. Begin with one</plan>\n<search>Hog Island</search>")
     later = turn_regex(first=False, may_search=False, seen_ids=["A_sentence_0"], claim=CLAIM)
     answer = "<answer>\nLabel: REFUTE\nEvidence: [[A_sentence_0]]\n</answer>"
-    assert re.fullmatch(later, f"<think>It was lit in 1852. So the claim is false.</think>\n{answer}")
+    assert re.fullmatch(later, f"<think>[[A_sentence_0]] says 1852. So the claim is false.</think>\n{answer}")
     # A small greedy model repeats a sentence until the token cap: a third sentence is refused.
-    assert not re.fullmatch(later, f"<think>It is false. It is false. It is false.</think>\n{answer}")
+    assert not re.fullmatch(later, f"<think>[[A_sentence_0]] is false. It is false. It is false.</think>\n{answer}")
     assert claim_words("Café Noir opened") == (["Noir", "opened"], ["Noir", "opened"])  # whole ASCII words only
 
 
@@ -69,7 +69,7 @@ def policy(transcript: list[Segment], params: Any) -> str:
     if sum(s.origin == "policy" for s in transcript) == 0:
         return "<plan>Look up Hog Island Light and check the claim.</plan>\n<search>Hog Island Light</search>"
     answer = "<answer>\nLabel: REFUTE\nEvidence: [[Hog Island Light_sentence_0]]\n</answer>"
-    return f"<think>It stood in Virginia. The claim is not shown.</think>\n{answer}"
+    return f"<think>[[Hog Island Light_sentence_0]] says Virginia. The claim is not shown.</think>\n{answer}"
 
 
 def test_a_weak_model_generator_gets_the_grammar_and_the_demonstration() -> None:
