@@ -205,20 +205,18 @@ def greedy_eval(
 
     from evigraph.embed.loop import run_sync
     from evigraph.generators.transformers import TransformersGenerator
+    from evigraph.generators.types import SamplingParams
     from evigraph.training.data import prompt_line
-    from evigraph.training.scripted_engine import ScriptedSamplingParams
-    from evigraph.training.trl_rollout import PolicyEngine
 
     labels = [prompt_line("veri-r1", g)["label"] for g in held_out]
     generator = TransformersGenerator.from_model(model, tokenizer, max_batch_size=64)
-    engine = PolicyEngine(generator)
-    greedy = ScriptedSamplingParams(temperature=0.0, top_p=1.0, seed=0)
+    greedy = SamplingParams(temperature=0.0, seed=0)
 
-    async def episodes() -> list[dict[str, Any]]:
+    async def episodes() -> list[Any]:
         import asyncio
 
         return await asyncio.gather(
-            *(executor.execute(label, label, greedy, budget, tokenizer, engine) for label in labels)
+            *(executor.episode(label, generator, max_length=budget, sampling=greedy) for label in labels)
         )
 
     model.eval()
@@ -227,13 +225,12 @@ def greedy_eval(
             responses = run_sync(episodes)
     finally:
         generator.close()
-    means = {"reward": statistics.fmean(float(r["reward"]) for r in responses)}
-    logs = [r.get("extra_logs") or {} for r in responses]
-    for name in sorted({k for log in logs for k, v in log.items() if isinstance(v, int | float)}):
+    means = {"reward": statistics.fmean(float(r.outcome) for r in responses)}
+    logs = [r.logs for r in responses]
+    for name in sorted({k for log in logs for k in log}):
         means[name] = statistics.fmean(float(log.get(name, 0.0)) for log in logs)
     first = responses[0]
-    start = min((a for a, b in first["action_ranges"] if b > a), default=len(first["observation_tokens"]))
-    return means, tokenizer.decode(first["observation_tokens"][start:])
+    return means, tokenizer.decode(first.token_ids[first.prompt_length :])
 
 
 def train(

@@ -93,7 +93,12 @@ class VeriR1Policy:
         demonstration = self.config.demonstration
         if demonstration is None:
             demonstration = guided
-        prompt = online_prompt(claim, max_searches=self.config.max_searches, demonstration=demonstration)
+        prompt = online_prompt(
+            claim,
+            max_searches=self.config.max_searches,
+            demonstration=demonstration,
+            brief=self.config.prompt == "brief",
+        )
         return Opening(prompt, claim)
 
     def guide(self, run: Progress, *, first: bool, may_search: bool) -> str | None:

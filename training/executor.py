@@ -1,18 +1,22 @@
 """One training episode = one run of the agent's own compiled graph (the rollout *is* the graph).
 
-OpenRLHF constructs the agent file's ``AgentExecutor`` with no arguments inside every vLLM rollout actor and
-calls ``execute`` once per sample, the samples of a prompt concurrently on one event loop.
-:class:`GraphExecutor` is what that class delegates to: built once per actor from a :class:`RolloutConfig`
-(read from the JSON file :data:`CONFIG_ENV` names, which ``evigraph train`` puts into Ray's ``runtime_env``), it
-compiles the graph once, and per sample runs it in strict token mode on an :class:`~.engine.EngineGenerator`
-bound to the actor's engine, with the run's ``max_length`` as the sequence budget. On OpenRLHF retrieval goes to
-one ``evigraph corpus serve`` process through :class:`~evigraph.tools.remote_search.RemoteSearch` (no JVM in any
-rollout actor: ``retriever_url``); a single-process engine searches a corpus in process (``corpus``).
+:meth:`GraphExecutor.episode` runs the graph on any token-level generator in strict token mode, with the run's
+sequence budget, scores it with the configured reward and returns one engine-neutral
+:class:`~evigraph.training.episode.Episode`; each engine converts that once. OpenRLHF constructs the agent file's
+``AgentExecutor`` with no arguments inside every vLLM rollout actor and calls ``execute`` once per sample, the
+samples of a prompt concurrently on one event loop: :meth:`GraphExecutor.execute` binds an
+:class:`~.engine.EngineGenerator` to the actor's engine, runs :meth:`~GraphExecutor.episode` and returns
+OpenRLHF's response dict (:func:`~.samples.openrlhf_sample`). The TRL engine calls :meth:`~GraphExecutor.episode`
+with the live model (:mod:`.trl_rollout`). The executor is built once per process from a :class:`RolloutConfig`
+(on OpenRLHF read from the JSON file :data:`CONFIG_ENV` names, which ``evigraph train`` puts into Ray's
+``runtime_env``) and compiles the graph once. On OpenRLHF retrieval goes to one ``evigraph corpus serve`` process
+through :class:`~evigraph.tools.remote_search.RemoteSearch` (no JVM in any rollout actor: ``retriever_url``); a
+single-process engine searches a corpus in process (``corpus``).
 
 The label is the JSON string the data converters write: ``{"input": {...graph input...}, "gold": {...}}``.
-The sample's reward is the configured reward of the agent (its ``scalar``); the per-step values of a process
-reward travel as the per-step lists of :mod:`.samples`. A reward that defines ``is_negative(gold)`` (RLSeek:
-no gold span) marks each sample's class for CAPO (``info["evigraph_negative"]``).
+The sample's reward is the configured reward of the agent (its ``scalar``, or the ``outcome`` component); the
+per-step values of a process reward become the episode's steps (exact token spans, a value per type). A reward
+that defines ``is_negative(gold)`` (RLSeek: no gold span) marks each episode's class for CAPO.
 """
 
 from __future__ import annotations
@@ -25,16 +29,21 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evigraph.errors import ConfigError
+from evigraph.generators.base import BaseGenerator, Generator
 from evigraph.generators.chat_format import ChatFormat
+from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.graphs.context import RunContext
 from evigraph.rewards import AgentReward, Rewards
-from evigraph.training.advantage_patch import NEGATIVE_KEY
 from evigraph.training.engine import EngineGenerator
+from evigraph.training.episode import Episode, EpisodeStep
 from evigraph.training.reward_mix import RewardMix, build_mix
 from evigraph.training.samples import openrlhf_sample
-from evigraph.trajectory import Trajectory
+from evigraph.trajectory import Segment, Trajectory
 
 __all__ = ("CONFIG_ENV", "GraphExecutor", "RolloutConfig", "load_rollout_config", "record_provenance")
+
+_StepValues = tuple[int, tuple[int, int], dict[str, float]]
+"""A rewarded step: its index, its token span (sequence coordinates) and its value per type."""
 
 CONFIG_ENV = "EVIGRAPH_ROLLOUT_CONFIG"
 """The environment variable holding the path of the rollout config inside the rollout actors."""
@@ -176,36 +185,54 @@ class GraphExecutor:
         images: Any = None,
         **_: Any,
     ) -> dict[str, Any]:
-        """One sample: the graph's run on the label's input, as OpenRLHF's response dict."""
-        inputs, gold = _read_label(label)
+        """One OpenRLHF sample: the graph's :meth:`episode` on OpenRLHF's engine (its sampling params are the
+        trainer's), as OpenRLHF's response dict."""
         generator = EngineGenerator(
             llm_engine, hf_tokenizer, sampling_params, context_window=max_length, chat_format=self._format(hf_tokenizer)
         )
-        context = RunContext(generator=generator, strict_tokens=True, max_sequence_tokens=max_length)
+        episode = await self.episode(label, generator, max_length=max_length)
+        return openrlhf_sample(episode, prompt=prompt, label=label, max_length=max_length, images=images)
+
+    async def episode(
+        self, label: str, generator: Generator, *, max_length: int, sampling: SamplingParams | None = None
+    ) -> Episode:
+        """One episode: the graph's run on the label's input with ``generator`` as the policy (strict tokens, the
+        sampled tokens' logprobs on every turn, ``max_length`` tokens in all), scored by the configured reward.
+
+        Args:
+            label: the JSON label of the data converters (``{"input": ..., "gold": ...}``).
+            generator: any token-level evigraph generator (OpenRLHF's engine, the live model under TRL).
+            max_length: the sequence budget.
+            sampling: the trainer's temperature / top-p / seed for every turn (``None``: the graph's own, or what
+                the generator applies itself); stop strings and per-turn caps stay the graph's.
+
+        Raises:
+            ConfigError: a label that is not the converters' JSON.
+            TokenContractError: a text backend (no exact token ids).
+        """
+        inputs, gold = _read_label(label)
+        context = RunContext(
+            generator=_WithLogprobs(generator), sampling=sampling, strict_tokens=True, max_sequence_tokens=max_length
+        )
         state = await self.graph.ainvoke(inputs, context=context)
         trajectory: Trajectory = state["trajectory"]
         target = self.reward.gold_schema.model_validate(gold)
         rewards = self.reward(trajectory, target)
         logs = {f"{self.config.agent}/{k}": v for k, v in rewards.as_dict().items()}
         is_negative = getattr(self.reward, "is_negative", None)
-        if is_negative is not None:  # CAPO's class flag; the same key on every sample of the run
-            logs[NEGATIVE_KEY] = float(is_negative(target))
+        negative = bool(is_negative(target)) if is_negative is not None else None
         outcome = rewards.as_dict()[self.config.outcome] if self.config.outcome else rewards.value
-        step_values = self._step_values(trajectory, rewards)
+        values = self._step_values(trajectory, rewards)
         if self.mixed is not None:
             outcome, typed, mixed_logs = await self.mixed(trajectory, rewards, outcome)
             logs.update(mixed_logs)
-            step_values = _merge(step_values, trajectory, typed, [t.name for t, *_ in self.mixed.terms])
-        return openrlhf_sample(
-            trajectory,
-            prompt=prompt,
-            label=label,
-            reward=outcome,
-            max_length=max_length,
-            step_values=step_values,
-            logs=logs,
-            images=images,
-        )
+            values = _merge(values, trajectory, typed, [t.name for t, *_ in self.mixed.terms])
+        kinds = {step.index: step.kind for step in trajectory.steps}
+        steps = [
+            EpisodeStep(index=index, kind=kinds.get(index, "step"), span=span, values=typed_values)
+            for index, span, typed_values in values
+        ]
+        return Episode.of(trajectory, outcome=outcome, max_length=max_length, steps=steps, logs=logs, negative=negative)
 
     def _format(self, tokenizer: Any) -> ChatFormat:
         """One chat format per tokenizer for the actor's lifetime (its render and encode caches are shared)."""
@@ -214,7 +241,8 @@ class GraphExecutor:
             self._formats[key] = ChatFormat(tokenizer)
         return self._formats[key]
 
-    def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[tuple[tuple[int, int], dict[str, float]]]:
+    def _step_values(self, trajectory: Trajectory, rewards: Rewards) -> list[_StepValues]:
+        """``(step index, token span, {step_value: value})`` of every rewarded step with a span."""
         name = self.config.step_value
         if name is None:
             return []
@@ -223,8 +251,24 @@ class GraphExecutor:
         for step in rewards.steps:
             span = step.token_span or spans.get(step.index)
             if span is not None and name in step.values:
-                values.append((span, {name: step.values[name]}))
-        return values
+                values.append((step.index, tuple(span), {name: step.values[name]}))
+        return values  # type: ignore[return-value]
+
+
+class _WithLogprobs(BaseGenerator):
+    """A training episode's policy: ``inner`` asked for the sampled tokens' logprobs on every turn, since every
+    training sample carries them (TRL's importance weights, OpenRLHF's ``rollout_log_probs``)."""
+
+    can_continue_policy = True
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.chat_format = inner.chat_format
+        self.context_window = inner.context_window
+
+    async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
+        return await self.inner.continue_transcript(transcript, params.model_copy(update={"logprobs": True}))
 
 
 def record_provenance(run_dir: Path, checkers: list[dict[str, Any]]) -> Path:
@@ -241,19 +285,21 @@ def record_provenance(run_dir: Path, checkers: list[dict[str, Any]]) -> Path:
 
 
 def _merge(
-    own: list[tuple[tuple[int, int], dict[str, float]]],
-    trajectory: Trajectory,
-    typed: dict[int, dict[str, float]],
-    names: list[str],
-) -> list[tuple[tuple[int, int], dict[str, float]]]:
+    own: list[_StepValues], trajectory: Trajectory, typed: dict[int, dict[str, float]], names: list[str]
+) -> list[_StepValues]:
     """The agent's own step values and the mixed-in terms' on one list, every step carrying every type (0.0
     where a type gave it nothing), so each sample of the run has the same per-type lists."""
-    by_span: dict[tuple[int, int], dict[str, float]] = {span: dict(values) for span, values in own}
+    by_span: dict[tuple[int, int], tuple[int, dict[str, float]]] = {
+        span: (index, dict(values)) for index, span, values in own
+    }
     for step in trajectory.steps:
         if step.token_span is not None and step.index in typed:
-            by_span.setdefault(tuple(step.token_span), {}).update(typed[step.index])  # type: ignore[arg-type]
-    every = sorted({name for values in by_span.values() for name in values} | set(names))
-    return [(span, {name: values.get(name, 0.0) for name in every}) for span, values in sorted(by_span.items())]
+            by_span.setdefault(tuple(step.token_span), (step.index, {}))[1].update(typed[step.index])  # type: ignore[arg-type]
+    every = sorted({name for _, values in by_span.values() for name in values} | set(names))
+    return [
+        (index, span, {name: values.get(name, 0.0) for name in every})
+        for span, (index, values) in sorted(by_span.items())
+    ]
 
 
 def _read_label(label: str) -> tuple[dict[str, Any], dict[str, Any]]:

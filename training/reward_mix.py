@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evigraph.errors import ConfigError
 from evigraph.rewards import AgentReward, Rewards
@@ -82,7 +82,12 @@ class ProcessTerm(BaseModel):
     value: str = "bracket"
     em_from: str
     weight: float = 1.0
-    judge: str
+    judge: str | None = None
+    """The checker agent's frozen judge (a generator spec); not with ``checker``."""
+    checker: str | None = None
+    """A frozen checker of your own instead of the checker agent's judge-based one: ``module:factory``, called with
+    ``checker_options`` (e.g. the synthetic world's rule checker, ``evigraph.agents.veri_r1.world:world_checker``)."""
+    checker_options: dict[str, Any] = Field(default_factory=dict)
     judge_settings: dict[str, Any] = Field(default_factory=dict)
     """The judge's generator settings besides its model (``max_new_tokens``, ``temperature`` ...): a small
     judge on a CPU is affordable only with a short token cap."""
@@ -97,6 +102,12 @@ class ProcessTerm(BaseModel):
             raise ValueError("the judge's model is `judge`, not a judge_settings key")
         GeneratorConfig.model_validate({"model": "x", **settings})
         return settings
+
+    @model_validator(mode="after")
+    def _one_checker(self) -> ProcessTerm:
+        if (self.judge is None) == (self.checker is None):
+            raise ValueError(f"process term {self.name!r}: give a judge (the checker agent's checker) or a checker")
+        return self
 
 
 class RewardMix(BaseModel):
@@ -160,8 +171,13 @@ def build_mix(mix: RewardMix) -> MixedReward:
         reward = checker_agent.reward(term.reward)
         if term.options:
             reward = reward.configure(reward.options.model_validate(term.options))  # type: ignore[attr-defined]
-        judge = make_generator(GeneratorConfig.model_validate({**term.judge_settings, "model": term.judge}))
-        factory = checker_agent.require("checker")
-        service = CheckerService(factory(judge, nli=make_nli(term.nli) if term.nli else None))
+        if term.checker is not None:
+            from evigraph.imports import resolve
+
+            service = CheckerService(resolve(term.checker)(**term.checker_options))
+        else:
+            judge = make_generator(GeneratorConfig.model_validate({**term.judge_settings, "model": term.judge}))
+            factory = checker_agent.require("checker")
+            service = CheckerService(factory(judge, nli=make_nli(term.nli) if term.nli else None))
         terms.append((term, to_trace, reward, service))
     return MixedReward(mix, terms)

@@ -1,5 +1,6 @@
-"""A finished graph run as the dict OpenRLHF's ``AgentExecutor.execute`` returns, and the per-step reward lists
-it carries to the trainer (pure functions).
+"""An :class:`~evigraph.training.episode.Episode` as the dict OpenRLHF's ``AgentExecutor.execute`` returns, and
+the per-step reward lists it carries to the trainer (pure functions). Only the OpenRLHF engine uses them; the TRL
+engine reads the episode's steps directly (:mod:`.trl_rollout`).
 
 OpenRLHF 0.11.2 builds one training sample from ``observation_tokens`` (the whole sequence), ``action_ranges``
 (the policy tokens: the loss mask), ``rollout_log_probs`` (aligned with the sequence, 0.0 off-policy),
@@ -17,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evigraph.errors import TokenContractError
-from evigraph.tokens import rollout_logprobs
-from evigraph.trajectory import Trajectory
+from evigraph.training.episode import Episode
 
 __all__ = (
     "STEP_INDEX_KEY",
@@ -87,67 +86,47 @@ def typed_values(index: Sequence[float], lists: Mapping[str, Sequence[float]]) -
 
 
 def openrlhf_sample(
-    trajectory: Trajectory,
-    *,
-    prompt: str,
-    label: Any,
-    reward: float,
-    max_length: int,
-    scores: float | None = None,
-    step_values: Sequence[tuple[tuple[int, int], Mapping[str, float]]] = (),
-    logs: Mapping[str, float] | None = None,
-    images: Any = None,
+    episode: Episode, *, prompt: str, label: Any, max_length: int, images: Any = None
 ) -> dict[str, Any]:
-    """The ``execute`` result for one strict run.
+    """The ``execute`` result of one episode: OpenRLHF's fields, the per-step lists in ``extra_logs``.
 
     Args:
-        trajectory: a run with exact token ids on every segment.
+        episode: the finished run.
         prompt, label: what ``execute`` received (OpenRLHF keeps them on the experience).
-        reward: the training scalar.
-        max_length: the run's sequence budget (for ``truncated`` and the per-step lists).
-        scores: the outcome for filtering and pass@k (default: ``reward``).
-        step_values: ``((start, end), {type: value})`` per rewarded step in sequence coordinates; when given,
-            the index list, the total list and one list per type join ``extra_logs``.
-        logs: scalar logs (reward components, counters); keep the key set the same for every sample.
+        max_length: the run's sequence budget (the per-step lists are cut like OpenRLHF's action mask).
         images: passed through.
 
-    Raises:
-        TokenContractError: a segment without token ids (not a strict run).
+    Example (a 2-token prompt, a policy turn with one step, an observation token, a policy turn):
+        >>> from evigraph.training.episode import Episode, EpisodeStep
+        >>> step = EpisodeStep(index=0, kind="search", span=(2, 4), values={"quote": 0.5})
+        >>> e = Episode(id="t", token_ids=(1, 2, 3, 4, 5, 6), policy_mask=(0, 0, 1, 1, 0, 1),
+        ...     logprobs=(0, 0, -.5, -.5, 0, -.1), outcome=1.0, steps=(step,), logs={"a/b": 2.0})
+        >>> d = openrlhf_sample(e, prompt="p", label="l", max_length=100)
+        >>> d["action_ranges"], d["extra_logs"][STEP_INDEX_KEY], d["extra_logs"][STEP_TYPE_PREFIX + "quote"]
+        ([(2, 4), (5, 6)], [0, 1, 1, 0, 0], [0.0, 0.5, 0.5, 0.0, 0.0])
     """
-    tokens = trajectory.token_ids()
-    ranges = trajectory.action_ranges()
-    if tokens is None or ranges is None:
-        raise TokenContractError(f"trajectory {trajectory.id!r} has segments without token ids")
-    extra: dict[str, Any] = dict(logs or {})
-    if step_values:
-        totals = [(span, sum(values.values())) for span, values in step_values]
-        extra[STEP_INDEX_KEY], extra[STEP_VALUE_KEY] = step_lists(
-            totals, sequence_length=len(tokens), max_length=max_length
-        )
-        for name in sorted({name for _, values in step_values for name in values}):
-            typed = [(span, values.get(name, 0.0)) for span, values in step_values]
-            _, extra[STEP_TYPE_PREFIX + name] = step_lists(typed, sequence_length=len(tokens), max_length=max_length)
+    from evigraph.training.advantage_patch import NEGATIVE_KEY  # that module reads this one's lists: no cycle
+
+    extra: dict[str, Any] = dict(episode.logs)
+    if episode.negative is not None:  # CAPO's class flag; the same key on every sample of the run
+        extra[NEGATIVE_KEY] = float(episode.negative)
+    n = len(episode.token_ids)
+    if episode.steps:
+        totals = [(step.span, step.value) for step in episode.steps]
+        extra[STEP_INDEX_KEY], extra[STEP_VALUE_KEY] = step_lists(totals, sequence_length=n, max_length=max_length)
+        for name in sorted({name for step in episode.steps for name in step.values}):
+            typed = [(step.span, step.values.get(name, 0.0)) for step in episode.steps]
+            _, extra[STEP_TYPE_PREFIX + name] = step_lists(typed, sequence_length=n, max_length=max_length)
     return {
         "prompt": prompt,
         "label": label,
         "images": images,
         "mm_train_inputs": None,
-        "reward": float(reward),
-        "scores": float(reward if scores is None else scores),
-        "observation_tokens": tokens,
-        "action_ranges": [tuple(r) for r in ranges if r[1] > r[0]],
-        "rollout_log_probs": rollout_logprobs(trajectory.segments, strict=False),
-        "truncated": _truncated(trajectory, len(tokens), max_length),
+        "reward": episode.outcome,
+        "scores": episode.outcome,
+        "observation_tokens": list(episode.token_ids),
+        "action_ranges": episode.action_ranges(),
+        "rollout_log_probs": list(episode.logprobs),
+        "truncated": episode.truncated,
         "extra_logs": extra,
     }
-
-
-def _truncated(trajectory: Trajectory, n_tokens: int, max_length: int) -> bool:
-    """The budget ended the run: its last policy turn hit the cap, the sequence fills ``max_length``, or the
-    run stopped on the budget before it could answer."""
-    policy = [s for s in trajectory.segments if s.origin == "policy"]
-    if policy and policy[-1].finish_reason == "length":
-        return True
-    if trajectory.error is not None and trajectory.error.type == "BudgetExhausted":
-        return True
-    return n_tokens >= max_length

@@ -3,12 +3,19 @@ GPU in bf16) with the agent's graph as the rollout (:mod:`.trl_rollout`). OpenRL
 
 - **Config.** :func:`grpo_kwargs` derives ``trl.GRPOConfig`` fields from the shipped config's OpenRLHF flags
   (:data:`FROM_OPENRLHF`; the train batch becomes gradient accumulation, a rollout batch the generation batch),
-  then applies the ``trl.args`` section and the command line (``--max-steps``, ``--out``). Every step is logged;
-  checkpoints (``checkpoint-N/`` with ``trainer_state.json``) go under the stage's directory, and a run whose
-  directory holds one resumes from the last.
+  then applies the ``trl.args`` section and the command line (``--max-steps``, ``--out``).
+- **A first run that trains.** Before a model loads, :func:`stage_args` checks that the stage's prompts fill at
+  least one optimiser step (TRL's sampler arithmetic, :mod:`.trl_batches`). Batch sizes that came from the
+  OpenRLHF flags are scaled down to fit, with one line saying so; sizes set in ``trl.args`` that cannot fit are
+  refused (:class:`~evigraph.errors.ConfigError`). A run that still ends after 0 steps is an error.
+- **What a run leaves and says.** One progress line per optimiser step (:mod:`.trl_callbacks`); TRL's
+  ``checkpoint-N/`` (``trainer_state.json``) at every ``save_steps`` and always at the last step; the final
+  weights in ``ckpt/`` only after at least one step. A run whose directory holds a checkpoint resumes from the
+  last one. The first SIGINT or SIGTERM finishes the current step, saves a checkpoint and stops
+  (:attr:`StageResult.interrupted`); a second aborts at once.
 - **Advantages.** :class:`AgentGRPOTrainer` lets TRL generate and score, then replaces its per-sample advantages
-  by the configured mode's per-token ones (:func:`~.trl_rollout.per_token_advantages`): ``_compute_loss`` takes a
-  ``(B, T)`` tensor as it is. Environment tokens are outside TRL's loss mask (``env_mask``).
+  by the configured mode's per-token ones (:func:`advantage_table`): ``_compute_loss`` takes a ``(B, T)`` tensor
+  as it is. Environment tokens are outside TRL's loss mask (``env_mask``).
 - **Rewards.** The one reward function returns each sample's outcome (TRL logs ``reward`` and
   ``rewards/outcome/mean``); the reward's components and counters are logged per step as ``rewards/<name>/mean``.
 - **LoRA.** ``trl.lora`` (``peft.LoraConfig`` fields) trains an adapter; each stage's final weights are saved
@@ -18,7 +25,9 @@ GPU in bf16) with the agent's graph as the rollout (:mod:`.trl_rollout`). OpenRL
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +39,27 @@ from evigraph.errors import ConfigError
 from evigraph.training.advantages import AdvantageConfig
 from evigraph.training.config import TrainConfig
 from evigraph.training.executor import GraphExecutor
+from evigraph.training.trl_batches import fit_batch_sizes
+from evigraph.training.trl_callbacks import Progress, Report, RunControl, signal_name
 from evigraph.training.trl_rollout import LOGS_KEY, OUTCOME_KEY, GraphRollout, TrlSample, per_token_advantages
 
 __all__ = (
     "FROM_OPENRLHF",
     "AgentGRPOTrainer",
     "StageResult",
+    "advantage_table",
     "grpo_config",
     "grpo_kwargs",
     "load_policy",
     "outcome",
     "resolved_args",
+    "stage_args",
     "stage_config",
     "train_stage",
     "train_stages",
 )
+
+logger = logging.getLogger(__name__)
 
 FROM_OPENRLHF: dict[str, str] = {
     "rollout.n_samples_per_prompt": "num_generations",
@@ -103,18 +118,49 @@ def grpo_kwargs(
 
 
 def grpo_config(config: TrainConfig, *, out: Path, max_steps: int | None = None) -> GRPOConfig:
-    """TRL's real ``GRPOConfig`` of a run on this machine (CUDA: bf16 where the GPU has it, else CPU).
+    """TRL's real ``GRPOConfig`` of a run on this machine (CUDA: bf16 where the GPU has it, else CPU), its batch
+    sizes as configured (:func:`stage_args` fits them to a stage's prompts).
 
     Raises:
         ConfigError: a field TRL does not know or a value it refuses (the message names it).
     """
-    cuda = torch.cuda.is_available()
-    bf16 = cuda and torch.cuda.is_bf16_supported()
-    kwargs = grpo_kwargs(config, out=out, max_steps=max_steps, cuda=cuda, bf16=bf16)
+    return _grpo_config(config, grpo_kwargs(config, out=out, max_steps=max_steps, cuda=_cuda(), bf16=_bf16()))
+
+
+def _grpo_config(config: TrainConfig, kwargs: dict[str, Any]) -> GRPOConfig:
     try:
         return GRPOConfig(**kwargs)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"{config.agent}: trl.args: {error}", source="trl.args") from None
+
+
+def _cuda() -> bool:
+    return torch.cuda.is_available()
+
+
+def _bf16() -> bool:
+    return _cuda() and torch.cuda.is_bf16_supported()
+
+
+def stage_args(
+    config: TrainConfig, *, prompts: int, out: Path, max_steps: int | None = None, report: Report | None = None
+) -> GRPOConfig:
+    """The stage's ``GRPOConfig`` with batch sizes that fill a step from ``prompts`` prompts (:func:`fit_batch_sizes`;
+    a scaling is reported).
+
+    Raises:
+        ConfigError: sizes set in ``trl.args`` that cannot fill one step; a field or value TRL refuses.
+    """
+    kwargs, line = fit_batch_sizes(
+        grpo_kwargs(config, out=out, max_steps=max_steps, cuda=_cuda(), bf16=_bf16()),
+        prompts=prompts,
+        explicit=config.trl.args,
+        # On a CPU a scaled step is one prompt group: a first run shows a step in minutes, not in an hour.
+        max_prompts_per_step=None if _cuda() else 1,
+    )
+    if line is not None:
+        (report or logger.info)(f"{config.agent}: {line}")
+    return _grpo_config(config, kwargs)
 
 
 def outcome(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -144,14 +190,23 @@ class AgentGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
         samples: list[TrlSample] = self.rollout_func.last
-        completion_ids = output["completion_ids"]
-        if len(samples) != completion_ids.shape[0]:
-            raise ConfigError(f"{len(samples)} rollout samples for a batch of {completion_ids.shape[0]}")
-        table = torch.zeros(completion_ids.shape, dtype=torch.float32)
-        for row, values in enumerate(per_token_advantages(samples, self.advantage)):
-            table[row, : len(values)] = torch.tensor(values, dtype=torch.float32)
-        output["advantages"] = table.to(completion_ids.device)
+        output["advantages"] = advantage_table(samples, self.advantage, output["completion_ids"])
         return output
+
+
+def advantage_table(samples: Sequence[TrlSample], config: AdvantageConfig, completion_ids: torch.Tensor) -> Any:
+    """The ``(B, T)`` advantages TRL's loss takes: row ``i`` is sample ``i`` (TRL keeps the rollout's order until
+    after this point), column ``j`` the advantage of ``completion_ids[i, j]`` (0 on environment and padding).
+
+    Raises:
+        ConfigError: the batch and the rollout's samples differ in number.
+    """
+    if len(samples) != completion_ids.shape[0]:
+        raise ConfigError(f"{len(samples)} rollout samples for a batch of {completion_ids.shape[0]}")
+    table = torch.zeros(completion_ids.shape, dtype=torch.float32)
+    for row, values in enumerate(per_token_advantages(samples, config)):
+        table[row, : len(values)] = torch.tensor(values, dtype=torch.float32)
+    return table.to(completion_ids.device)
 
 
 def load_policy(spec: str) -> tuple[Any, Any]:
@@ -177,9 +232,15 @@ class StageResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     global_step: int
+    max_steps: int
     resumed_from: str | None
-    model_dir: str
-    """The trained weights (merged with the adapter under LoRA): the next stage starts from here."""
+    checkpoint: str | None
+    """The last ``checkpoint-N/`` under the stage's directory."""
+    model_dir: str | None
+    """The trained weights (merged with the adapter under LoRA): the next stage starts from here; ``None`` when
+    the run was interrupted (its checkpoint resumes it)."""
+    interrupted: str | None = None
+    """The signal that stopped the run after a step (``SIGINT``, ``SIGTERM``), else ``None``."""
     log_history: list[dict[str, Any]]
 
 
@@ -191,20 +252,28 @@ def train_stage(
     model: str | tuple[Any, Any],
     out: Path,
     max_steps: int | None = None,
+    args: GRPOConfig | None = None,
+    report: Report | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> StageResult:
     """Train one stage: the prompt JSONL of :mod:`evigraph.training.data` (its labels are the episodes) run by
     ``executor`` (the stage's :class:`~.executor.GraphExecutor`), from ``model`` (a spec for :func:`load_policy`,
     or a loaded model and tokenizer), checkpoints under ``out`` (resumed from the last one there), final weights
-    in ``out/ckpt``.
+    in ``out/ckpt``. ``args`` (default: :func:`stage_args`) are checked before the model loads; ``report`` gets
+    the run's lines (a scaling, resuming, one per step, where an interrupted run stopped); ``callbacks`` are more
+    ``TrainerCallback`` objects (e.g. an evaluation every few steps).
 
     Raises:
-        ConfigError: a bad config or prompt file.
+        ConfigError: a bad config or prompt file; batch sizes that cannot fill one step; a run that ended
+            without a single optimiser step.
     """
     from datasets import Dataset
     from transformers.trainer_utils import get_last_checkpoint
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental"; trl is pinned <2
-    args = grpo_config(config, out=out, max_steps=max_steps)
+    report = report or logger.info
+    rows = _episodes(prompts)
+    args = args or stage_args(config, prompts=len(rows), out=out, max_steps=max_steps, report=report)
     policy, tokenizer = load_policy(model) if isinstance(model, str) else model
     budget = config.trl.max_length or int(config.openrlhf.get("data.max_len") or 4096)
     graph_rollout = GraphRollout(executor, max_length=budget, num_generations=args.num_generations)
@@ -213,31 +282,54 @@ def train_stage(
         from peft import LoraConfig
 
         peft_config = LoraConfig(**{"task_type": "CAUSAL_LM", **config.trl.lora})
+    control = RunControl()
     trainer = AgentGRPOTrainer(
         model=policy,
         reward_funcs=[outcome],
         args=args,
-        train_dataset=Dataset.from_list(_episodes(prompts)),
+        train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         peft_config=peft_config,
         rollout_func=graph_rollout,
         advantage=config.advantage,
+        callbacks=[Progress(report, agent=config.agent), control, *callbacks],
     )
     resume = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if resume is not None:
+        report(f"resuming from {Path(resume).name}")
     try:
-        trainer.train(resume_from_checkpoint=resume)
+        with control.installed():
+            trainer.train(resume_from_checkpoint=resume)
     finally:
         graph_rollout.close()
+    state = trainer.state
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+    result = StageResult(
+        global_step=state.global_step,
+        max_steps=state.max_steps,
+        resumed_from=resume,
+        checkpoint=last,
+        model_dir=None,
+        interrupted=signal_name(control.received) if control.received is not None else None,
+        log_history=state.log_history,
+    )
+    if result.interrupted is not None:
+        report(
+            f"{result.interrupted}: stopped after step {state.global_step}/{state.max_steps}, saved in {last}; "
+            "run the same command to resume"
+        )
+        return result
+    if state.global_step < 1:
+        raise ConfigError(
+            f"{out}: the run ended after 0 optimiser steps ({len(rows)} prompts, generation_batch_size "
+            f"{args.generation_batch_size}, per_device_train_batch_size {args.per_device_train_batch_size}, "
+            f"gradient_accumulation_steps {args.gradient_accumulation_steps}): nothing was trained, no model saved"
+        )
     model_dir = out / "ckpt"
     trained = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
     trained.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
-    return StageResult(
-        global_step=trainer.state.global_step,
-        resumed_from=resume,
-        model_dir=str(model_dir),
-        log_history=trainer.state.log_history,
-    )
+    return result.model_copy(update={"model_dir": str(model_dir)})
 
 
 def _episodes(prompts: Path) -> list[dict[str, str]]:
@@ -259,9 +351,21 @@ def _episodes(prompts: Path) -> list[dict[str, str]]:
     return rows
 
 
-def resolved_args(config: TrainConfig, *, out: Path, max_steps: int | None = None) -> dict[str, Any]:
-    """The ``GRPOConfig`` fields a run sets, as TRL resolved them (what ``--dry-run`` prints)."""
-    args = grpo_config(config, out=out, max_steps=max_steps).to_dict()
+def resolved_args(
+    config: TrainConfig,
+    *,
+    out: Path,
+    max_steps: int | None = None,
+    prompts: int | None = None,
+    report: Report | None = None,
+) -> dict[str, Any]:
+    """The ``GRPOConfig`` fields a run sets, as TRL resolved them (what ``--dry-run`` prints); with ``prompts``,
+    its batch sizes fitted to them as a run would (:func:`stage_args`)."""
+    if prompts is None:
+        resolved = grpo_config(config, out=out, max_steps=max_steps)
+    else:
+        resolved = stage_args(config, prompts=prompts, out=out, max_steps=max_steps, report=report)
+    args = resolved.to_dict()
     keys = set(grpo_kwargs(config, out=out, max_steps=max_steps)) | {
         "generation_batch_size",
         "steps_per_generation",
@@ -281,23 +385,43 @@ def stage_config(config: TrainConfig, number: int) -> TrainConfig:
 
 
 def train_stages(
-    config: TrainConfig, stage_dirs: list[Path], *, model: str, max_steps: int | None = None, corpus: str | None = None
+    config: TrainConfig,
+    stage_dirs: list[Path],
+    *,
+    model: str,
+    max_steps: int | None = None,
+    corpus: str | None = None,
+    report: Report | None = None,
 ) -> list[StageResult]:
     """Train every stage ``evigraph train`` planned (each directory holds its ``prompts.jsonl`` and
     ``rollout.json``), stage ``k`` from stage ``k - 1``'s ``ckpt``; a stage whose ``ckpt`` exists is done and
-    skipped, unless it is the last (it resumes from its last checkpoint). ``corpus`` is searched in process."""
+    skipped, unless it is the last (it resumes from its last checkpoint). ``corpus`` is searched in process.
+    Every stage's batch sizes are checked before the first model loads; an interrupted stage ends the run (its
+    result is the last).
+
+    Raises:
+        ConfigError: see :func:`train_stage`.
+    """
     from evigraph.training.executor import RolloutConfig, load_rollout_config
 
+    planned: list[tuple[int, Path, GRPOConfig]] = []
+    for number, where in enumerate(stage_dirs):
+        done = where / "ckpt" / "config.json"
+        if number < len(stage_dirs) - 1 and done.is_file():
+            continue
+        prompts = len(_episodes(where / "prompts.jsonl"))
+        args = stage_args(stage_config(config, number), prompts=prompts, out=where, max_steps=max_steps, report=report)
+        planned.append((number, where, args))
     results: list[StageResult] = []
     start = model
     for number, where in enumerate(stage_dirs):
+        args = next((a for n, _, a in planned if n == number), None)
+        if args is None:
+            start = str(where / "ckpt")
+            continue
         rollout = load_rollout_config(where / "rollout.json")
         if corpus is not None:
             rollout = RolloutConfig.model_validate({**rollout.model_dump(), "retriever_url": None, "corpus": corpus})
-        done = where / "ckpt" / "config.json"
-        if number < len(stage_dirs) - 1 and done.is_file():
-            start = str(done.parent)
-            continue
         result = train_stage(
             stage_config(config, number),
             GraphExecutor(rollout),
@@ -305,7 +429,11 @@ def train_stages(
             model=start,
             out=where,
             max_steps=max_steps,
+            args=args,
+            report=report,
         )
         results.append(result)
+        if result.model_dir is None:
+            break
         start = result.model_dir
     return results

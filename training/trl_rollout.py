@@ -1,14 +1,19 @@
 """The TRL engine's rollout: the agent's graph on the live policy, as ``GRPOTrainer``'s ``rollout_func``.
 
-Each prompt of a generation batch is one episode run by :class:`~evigraph.training.executor.GraphExecutor` --
-the very path OpenRLHF's rollout actors take (strict tokens, the sequence budget, the configured reward, the
-per-step lists) -- with :class:`PolicyEngine` in the place of the vLLM actor: the model the trainer is updating,
-generating through :class:`~evigraph.generators.transformers.TransformersGenerator` on its current weights (the
-samples of a batch run concurrently and share ``generate`` calls). Each finished episode (OpenRLHF's response
-dict) becomes TRL's fields by :func:`trl_sample`: the tokens before the first policy turn are the prompt, the rest
-is the completion, ``env_mask`` is 0 on its environment tokens (observations, notes: no loss, no length), and
-the per-token advantages of the configured mode are computed from the same :class:`~.advantages.Rollout`
-records OpenRLHF's patch builds (:mod:`.advantage_patch`), aligned with the completion tokens.
+Each prompt of a generation batch is one episode run by :meth:`~evigraph.training.executor.GraphExecutor.episode`
+-- the path OpenRLHF's rollout actors take too (strict tokens, the sequence budget, the configured reward, the
+steps with their token spans) -- on the model the trainer is updating: a
+:class:`~evigraph.generators.transformers.TransformersGenerator` over its current weights (the samples of a batch
+run concurrently and share ``generate`` calls), sampling with the trainer's ``temperature`` and ``top_p``
+(:class:`~evigraph.graphs.context.RunContext`'s ``sampling``; stop strings and turn caps stay the graph's).
+:meth:`GraphRollout._policy` picks that generator; it is the one place to plug in another.
+
+Each :class:`~evigraph.training.episode.Episode` becomes TRL's fields once, by :func:`trl_sample`: the tokens
+before the first policy token are the prompt, the rest is the completion, ``env_mask`` is 0 on its environment
+tokens (observations, notes: no loss, no length). The advantage record (:class:`~.advantages.Rollout`) is built
+in **completion coordinates**: position ``j`` of its mask and step spans is completion token ``j``, the token
+TRL's loss weighs at column ``j`` (``completion_ids[j]``, predicted from the position before it). So the
+advantage of completion token ``j`` is entry ``j`` of :func:`per_token_advantages`, with no shift.
 
 The dataset's ``prompt`` column holds each record's label JSON (``{"input": ..., "gold": ...}``), since TRL
 hands ``rollout_func`` the prompts only; the graph renders the real prompt itself.
@@ -17,22 +22,19 @@ hands ``rollout_func`` the prompts only; the graph renders the real prompt itsel
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from types import SimpleNamespace
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from evigraph.errors import ConfigError
-from evigraph.generators.transformers import TransformersGenerator
-from evigraph.generators.types import Continuation, SamplingParams
-from evigraph.training.advantage_patch import NEGATIVE_KEY
+from evigraph.generators.base import Generator
+from evigraph.generators.types import SamplingParams
 from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
+from evigraph.training.episode import Episode
 from evigraph.training.executor import GraphExecutor
-from evigraph.training.samples import STEP_INDEX_KEY, STEP_TYPE_PREFIX, STEP_VALUE_KEY, steps_from_lists, typed_values
-from evigraph.training.scripted_engine import ScriptedSamplingParams
 
-__all__ = ("OUTCOME_KEY", "GraphRollout", "PolicyEngine", "TrlSample", "per_token_advantages", "trl_sample")
+__all__ = ("LOGS_KEY", "OUTCOME_KEY", "GraphRollout", "TrlSample", "per_token_advantages", "trl_sample")
 
 OUTCOME_KEY = "evigraph_outcome"
 """Extra key of the rollout output: each sample's outcome reward (what the trainer's reward function returns)."""
@@ -40,44 +42,8 @@ LOGS_KEY = "evigraph_logs"
 """Extra key: each sample's scalar logs (reward components, counters), logged per step as ``rewards/<name>``."""
 
 
-class PolicyEngine:
-    """A :class:`TransformersGenerator` behind OpenRLHF's rollout-actor call (``generate(prompt_token_ids,
-    sampling_params)`` → one vLLM-like ``RequestOutput``), so ``GraphExecutor.execute`` runs unchanged."""
-
-    def __init__(self, generator: TransformersGenerator) -> None:
-        self.generator = generator
-
-    async def generate(self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None) -> Any:
-        params = SamplingParams(
-            max_new_tokens=sampling_params.max_tokens,
-            temperature=sampling_params.temperature,
-            top_p=sampling_params.top_p,
-            seed=sampling_params.seed,
-            stop=tuple(sampling_params.stop or ()),
-            logprobs=sampling_params.logprobs is not None,
-        )
-        return SimpleNamespace(outputs=[vllm_output(await self.generator.continue_ids(prompt_token_ids, params))])
-
-
-def vllm_output(continuation: Continuation) -> SimpleNamespace:
-    """A continuation as vLLM's ``CompletionOutput`` (what :func:`~evigraph.generators.vllm.to_continuation`
-    reads back): EOS is ``finish_reason="stop"`` without a stop string."""
-    finish = "length" if continuation.finish_reason == "length" else "stop"
-    logprobs = None
-    if continuation.logprobs is not None:
-        pairs = zip(continuation.token_ids or (), continuation.logprobs, strict=True)
-        logprobs = [{token: SimpleNamespace(logprob=value)} for token, value in pairs]
-    return SimpleNamespace(
-        token_ids=list(continuation.token_ids or ()),
-        text=continuation.text,
-        finish_reason=finish,
-        stop_reason=continuation.stop_string,
-        logprobs=logprobs,
-    )
-
-
 class TrlSample(BaseModel):
-    """One episode in TRL's terms, with the advantage record of its tokens."""
+    """One episode in TRL's terms, with the advantage record of its completion tokens."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -89,73 +55,51 @@ class TrlSample(BaseModel):
     outcome: float
     logs: dict[str, float]
     rollout: Rollout
-    """In OpenRLHF's mask coordinates (position ``t`` scores token ``t + 1``), as :mod:`.advantage_patch` reads it."""
+    """In completion coordinates: mask position ``j`` and step spans index ``completion_ids[j]``."""
 
 
-def trl_sample(sample: Mapping[str, Any], *, group: int) -> TrlSample:
-    """An OpenRLHF response dict (:func:`~evigraph.training.samples.openrlhf_sample`) as TRL's fields.
+def trl_sample(episode: Episode, *, group: int) -> TrlSample:
+    """An episode as TRL's fields (see the module docstring).
 
-    Example (a 2-token prompt, a policy turn, an observation, a policy turn):
-        >>> s = trl_sample({"observation_tokens": [1, 2, 3, 4, 5, 6], "action_ranges": [(2, 4), (5, 6)],
-        ...     "rollout_log_probs": [0, 0, -.5, -.5, 0, -.1], "reward": 1.0, "extra_logs": {"a/b": 2.0}}, group=0)
+    Example (a 2-token prompt, a policy turn with one step, an observation token, a policy turn):
+        >>> from evigraph.training.episode import EpisodeStep
+        >>> step = EpisodeStep(index=0, kind="search", span=(2, 4), values={"quote": 0.5, "gap": -1.0})
+        >>> s = trl_sample(Episode(id="t", token_ids=(1, 2, 3, 4, 5, 6), policy_mask=(0, 0, 1, 1, 0, 1),
+        ...     logprobs=(0, 0, -.5, -.5, 0, -.1), outcome=1.0, steps=(step,), logs={"a/b": 2.0}), group=0)
         >>> s.prompt_ids, s.completion_ids, s.env_mask, s.logprobs
         ([1, 2], [3, 4, 5, 6], [1, 1, 0, 1], [-0.5, -0.5, 0.0, -0.1])
-        >>> s.rollout.action_mask, s.logs
-        ((0, 1, 1, 0, 1), {'a/b': 2.0})
+        >>> s.rollout.action_mask, s.rollout.steps, s.logs
+        ((1, 1, 0, 1), ((0, 2, -0.5),), {'a/b': 2.0})
     """
-    tokens = [int(t) for t in sample["observation_tokens"]]
-    ranges = [(int(a), int(b)) for a, b in sample["action_ranges"] if b > a]
+    tokens, policy = list(episode.token_ids), list(episode.policy_mask)
     # No policy token at all (the budget ran out first): the last token stands in, masked, so TRL's tensors hold.
-    first = ranges[0][0] if ranges else len(tokens) - 1
+    first = min(episode.prompt_length, len(tokens) - 1)
     if first < 1:
         raise ConfigError(f"an episode of {len(tokens)} tokens has no prompt before its first policy token")
-    policy = [0] * len(tokens)
-    for start, end in ranges:
-        policy[start:end] = [1] * (end - start)
-    logprobs = [float(x) for x in sample["rollout_log_probs"]]
-    extra = dict(sample.get("extra_logs") or {})
-    width = len(tokens) - 1
-    steps: list[tuple[int, int, float]] = []
-    types: list[dict[str, float]] = []
-    if STEP_INDEX_KEY in extra and STEP_VALUE_KEY in extra:
-        index = _padded(extra[STEP_INDEX_KEY], width)
-        steps = steps_from_lists(index, _padded(extra[STEP_VALUE_KEY], width))
-        typed = {
-            k[len(STEP_TYPE_PREFIX) :]: _padded(v, width) for k, v in extra.items() if k.startswith(STEP_TYPE_PREFIX)
-        }
-        types = typed_values(index, typed) if typed else []
+    steps = [step for step in episode.steps if step.span[1] > first]
     rollout = Rollout(
         group=group,
-        outcome=float(sample["reward"]),
-        action_mask=tuple(policy[1:]),
-        steps=tuple(steps),
-        step_types=tuple(types),
-        negative=bool(extra.get(NEGATIVE_KEY, 0.0)),
+        outcome=episode.outcome,
+        action_mask=tuple(policy[first:]),
+        steps=tuple((max(s.span[0] - first, 0), s.span[1] - first, s.value) for s in steps),
+        step_types=tuple(dict(s.values) for s in steps),
+        negative=bool(episode.negative),
     )
-    logs = {k: float(v) for k, v in extra.items() if isinstance(v, int | float) and k != NEGATIVE_KEY}
     return TrlSample(
         prompt_ids=tokens[:first],
         completion_ids=tokens[first:],
-        logprobs=logprobs[first:],
+        logprobs=list(episode.logprobs[first:]),
         env_mask=policy[first:],
-        outcome=float(sample["reward"]),
-        logs=logs,
+        outcome=episode.outcome,
+        logs=dict(episode.logs),
         rollout=rollout,
     )
 
 
-def _padded(values: Sequence[float], width: int) -> list[float]:
-    """A per-step list to the episode's full width (OpenRLHF cuts them at ``max_length``)."""
-    values = list(values)[:width]
-    return values + [0.0] * (width - len(values))
-
-
 def per_token_advantages(samples: Sequence[TrlSample], config: AdvantageConfig) -> list[list[float]]:
-    """Each sample's advantages on its completion tokens (0 on environment tokens), for ``config``'s mode over
-    the samples' groups."""
-    computed = advantages([s.rollout for s in samples], config)
-    # Mask position t scores token t + 1, so completion token j (sequence position first + j) sits at first + j - 1.
-    return [values[len(s.prompt_ids) - 1 :] for s, values in zip(samples, computed, strict=True)]
+    """Each sample's advantage per completion token (entry ``j``: token ``completion_ids[j]``; 0 on environment
+    tokens), for ``config``'s mode over the samples' groups."""
+    return advantages([s.rollout for s in samples], config)
 
 
 class GraphRollout:
@@ -173,7 +117,7 @@ class GraphRollout:
         self.num_generations = num_generations
         self.last: list[TrlSample] = []
         """The samples of the latest batch (the trainer's advantages read them)."""
-        self._generator: TransformersGenerator | None = None
+        self._generator: Any = None
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         from trl.models.utils import unwrap_model_for_generation
@@ -184,26 +128,25 @@ class GraphRollout:
         for i, group in enumerate(groups):
             if prompts[i] != prompts[group * self.num_generations]:
                 raise ConfigError(f"rollout batch row {i}: its prompt differs from its group's first")
-        args = trainer.args
-        sampling = _sampling(args)
-        checkpointing = args.gradient_checkpointing_kwargs
-        with unwrap_model_for_generation(
-            trainer.model_wrapped, trainer.accelerator, gradient_checkpointing_kwargs=checkpointing
-        ) as model:
-            generator = self._policy(model, trainer.processing_class)
+        sampling = _sampling(trainer.args)
+
+        async def episodes(generator: Generator) -> list[Episode]:
             budget = min(self.max_length, generator.context_window or self.max_length)
-            engine = PolicyEngine(generator)
+            return await asyncio.gather(
+                *(self.executor.episode(str(p), generator, max_length=budget, sampling=sampling) for p in prompts)
+            )
 
-            async def episodes() -> list[dict[str, Any]]:
-                return await asyncio.gather(
-                    *(
-                        self.executor.execute(str(p), str(p), sampling, budget, generator.tokenizer, engine)
-                        for p in prompts
-                    )
-                )
-
-            responses = run_sync(episodes)
-        self.last = [trl_sample(r, group=g) for r, g in zip(responses, groups, strict=True)]
+        if getattr(trainer.args, "use_vllm", False):  # TRL's engine; TRL synced its weights before this call
+            generator = self._policy(None, trainer)
+            finished = run_sync(lambda: episodes(generator))
+        else:
+            checkpointing = trainer.args.gradient_checkpointing_kwargs
+            with unwrap_model_for_generation(
+                trainer.model_wrapped, trainer.accelerator, gradient_checkpointing_kwargs=checkpointing
+            ) as model:
+                generator = self._policy(model, trainer)
+                finished = run_sync(lambda: episodes(generator))
+        self.last = [trl_sample(e, group=g) for e, g in zip(finished, groups, strict=True)]
         return {
             "prompt_ids": [s.prompt_ids for s in self.last],
             "completion_ids": [s.completion_ids for s in self.last],
@@ -213,23 +156,37 @@ class GraphRollout:
             LOGS_KEY: [s.logs for s in self.last],
         }
 
-    def _policy(self, model: Any, tokenizer: Any) -> TransformersGenerator:
-        """One generator per live model (its stop-string criteria are cached across batches)."""
-        if self._generator is None or self._generator.model is not model:
+    def _policy(self, model: Any, trainer: Any) -> Generator:
+        """The generator the graph's policy turns run on: TRL's own vLLM engine when ``trainer.args.use_vllm``
+        (:mod:`.trl_vllm`; ``model`` unused), else one :class:`TransformersGenerator` per live model (its
+        stop-string criteria are cached across batches)."""
+        from evigraph.generators.transformers import TransformersGenerator
+
+        if getattr(trainer.args, "use_vllm", False):
+            from evigraph.training.trl_vllm import TrlVllmGenerator, vllm_policy
+
+            if not isinstance(self._generator, TrlVllmGenerator):
+                self.close()
+                self._generator = vllm_policy(trainer, trainer.processing_class)
+            return self._generator
+        if self._generator is None or getattr(self._generator, "model", None) is not model:
             self.close()
-            self._generator = TransformersGenerator.from_model(model, tokenizer, max_batch_size=64)
+            self._generator = TransformersGenerator.from_model(model, trainer.processing_class, max_batch_size=64)
         return self._generator
 
     def close(self) -> None:
-        if self._generator is not None:
-            self._generator.close()
-            self._generator = None
+        close = getattr(self._generator, "close", None)
+        if close is not None:
+            close()
+        self._generator = None
 
 
-def _sampling(args: Any) -> ScriptedSamplingParams:
-    """The trainer's sampling settings as the vLLM-style params the executor passes on (seed ``None``: every
-    sample of a group draws its own tokens)."""
-    if (args.top_k or 0) > 0 or args.min_p or (args.repetition_penalty or 1.0) != 1.0:
-        raise ConfigError("the TRL engine samples with temperature and top_p only: leave top_k, min_p and "
+def _sampling(args: Any) -> SamplingParams:
+    """The trainer's sampling settings for every policy turn (seed ``None``: every sample of a group draws its own
+    tokens); the graph's protocol fields (stops, turn caps) stay its own."""
+    if not getattr(args, "use_vllm", False) and (
+        (args.top_k or 0) > 0 or args.min_p or (args.repetition_penalty or 1.0) != 1.0
+    ):
+        raise ConfigError("without vLLM the TRL engine samples with temperature and top_p only: leave top_k, min_p and "
                           "repetition_penalty at their defaults")  # fmt: skip
-    return ScriptedSamplingParams(temperature=args.temperature, top_p=args.top_p, seed=None)
+    return SamplingParams(temperature=args.temperature, top_p=args.top_p, seed=None)

@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 from evigraph import __version__
+from evigraph.agents.stepgap.annotation import annotated
 from evigraph.agents.stepgap.schemas import StepGapConfig, Trace, TraceCheck
 from evigraph.generators.base import Generator
 from evigraph.graphs.context import RunContext
@@ -82,26 +83,3 @@ class StepGapChecker:
 
     def annotate(self, trajectory: Trajectory, trace: Trace, checks: TraceCheck) -> Trajectory:
         return annotated(trajectory, trace, checks)
-
-
-def annotated(trajectory: Trajectory, trace: Trace, checks: TraceCheck) -> Trajectory:
-    """A copy of ``trajectory`` whose steps carry the checker's label, repair, path and the reasoning and query it
-    judged (what StepGap's reward reads); trace steps map back through their ``step_index``."""
-    by_position = {check.index: check for check in checks.steps}
-    payloads = {}
-    for position, step in enumerate(trace.steps):
-        check = by_position.get(position)
-        target = getattr(step, "step_index", position)
-        if check is not None:
-            payloads[target] = {
-                "label": check.label,
-                "repair": check.repair,
-                "pipeline_path": check.pipeline_path,
-                "reasoning": step.reasoning,
-                "query": step.query,
-            }
-    steps = [
-        s.model_copy(update={"payload": {**s.payload, **payloads[s.index]}}) if s.index in payloads else s
-        for s in trajectory.steps
-    ]
-    return trajectory.model_copy(update={"steps": steps})

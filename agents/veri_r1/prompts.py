@@ -69,6 +69,11 @@ answer. Write nothing outside these tags.
 
 Claim to verify: {claim}"""
 
+_BRIEF = """\
+Verify the claim: plan, search up to {max_searches} times, think after each result, then answer \
+with a Label line (SUPPORT, REFUTE or NOT ENOUGH INFO) and an Evidence line of [[id]] entries.
+Claim to verify: {claim}"""
+
 _OFFLINE = """\
 You check whether a claim is true using the entries given below. Every line of the information block has \
 the form [[id]]: text, where id names one entry.
@@ -118,9 +123,11 @@ Now do the same for the claim below. Search for its own names and facts, not for
 never enters training prompts unless a config asks for it."""
 
 
-def online_prompt(claim: str, *, max_searches: int = 3, demonstration: bool = False) -> str:
+def online_prompt(claim: str, *, max_searches: int = 3, demonstration: bool = False, brief: bool = False) -> str:
     """The single user message of an online run (spec §2.2): protocol, answer format, labels, then the claim;
-    with ``demonstration``, a worked run right before the claim."""
+    with ``demonstration``, a worked run right before the claim; ``brief``: the protocol in two lines."""
+    if brief:
+        return _BRIEF.format(max_searches=max_searches, claim=_escaped(claim))
     prompt = _ONLINE.format(
         max_searches=max_searches, answer_format=ANSWER_FORMAT, labels=LABEL_DEFINITIONS, claim=_escaped(claim)
     )

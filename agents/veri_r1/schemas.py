@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Required, TypedDict
+from typing import Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,6 +50,9 @@ class VeriR1Config(BaseModel):
     constrained: bool | None = None
     """Guide each turn with a grammar built from the claim (weak models, inference only); default: the
     generator's weak-model mode (on for the embedded model)."""
+    prompt: Literal["full", "brief"] = "full"
+    """The online prompt: ``full`` states the whole protocol; ``brief`` is two lines (plan, search, think,
+    answer; the answer's two lines), for small policies trained from scratch on the protocol (shorter episodes)."""
     demonstration: bool | None = None
     """Show a worked run in the prompt (small models follow examples); default: with constrained decoding."""
     guide_max_block_chars: int | None = Field(None, ge=1)

@@ -1,13 +1,17 @@
 """``evigraph train --engine trl``: which engine a run uses, and the TRL engine's run of the planned stages in this
-process (:mod:`evigraph.training.trl_engine`); ``--dry-run`` prints each stage's resolved ``GRPOConfig``."""
+process (:mod:`evigraph.training.trl_engine`); ``--dry-run`` prints each stage's resolved ``GRPOConfig``. The
+run's lines go to standard error (a batch scaling, resuming, a progress line per step, where a stopped run
+stopped); a run stopped by Ctrl-C or SIGTERM exits 130 or 143 once its checkpoint is saved."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 from collections.abc import Sequence
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from evigraph.errors import ConfigError, MissingDependencyError
@@ -48,7 +52,13 @@ def trl_config(
 def train_trl(
     config: Any, stages: Sequence[Any], *, model: str, corpus: str | None, max_steps: int | None, dry_run: bool
 ) -> None:
-    """Train the planned stages with TRL in this process (``--dry-run``: print each stage's GRPOConfig)."""
+    """Train the planned stages with TRL in this process (``--dry-run``: print each stage's GRPOConfig, its batch
+    sizes fitted to the stage's prompts). The run's lines (a batch scaling, resuming, one per optimiser step) go
+    to standard error.
+
+    Raises:
+        typer.Exit: 130 (SIGINT) or 143 (SIGTERM) after a run stopped by a signal saved its checkpoint.
+    """
     if importlib.util.find_spec("trl") is None:
         raise MissingDependencyError("trl", "pip install 'evigraph[trl]'")
     from evigraph.training import trl_engine
@@ -57,14 +67,25 @@ def train_trl(
         err_console.print(f"[dim]{stage.name}: {stage.n_prompts} training prompts in {stage.out / 'prompts.jsonl'}[/]")
     if dry_run:
         resolved = {
-            s.name: trl_engine.resolved_args(trl_engine.stage_config(config, k), out=s.out, max_steps=max_steps)
+            s.name: trl_engine.resolved_args(
+                trl_engine.stage_config(config, k), out=s.out, max_steps=max_steps, prompts=s.n_prompts, report=_say
+            )
             for k, s in enumerate(stages)
         }
         console.print_json(json.dumps(resolved, default=str))
         return
-    results = trl_engine.train_stages(config, [s.out for s in stages], model=model, max_steps=max_steps, corpus=corpus)
+    results = trl_engine.train_stages(
+        config, [s.out for s in stages], model=model, max_steps=max_steps, corpus=corpus, report=_say
+    )
     last = results[-1] if results else None
+    if last is not None and last.interrupted is not None:
+        raise typer.Exit(128 + int(signal.Signals[last.interrupted]))
     summary: dict[str, Any] = {"checkpoints": str(stages[-1].out), "model": str(stages[-1].out / "ckpt")}
     if last is not None:
         summary["global_step"] = last.global_step
+        summary["checkpoint"] = last.checkpoint
     console.print_json(json.dumps(summary))
+
+
+def _say(line: str) -> None:
+    err_console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -22,6 +22,7 @@ from evigraph.training import trl_engine  # noqa: E402
 from evigraph.training.config import builtin_configs, load_train_config  # noqa: E402
 from evigraph.training.data import write_prompt_dataset  # noqa: E402
 from evigraph.training.executor import GraphExecutor, RolloutConfig  # noqa: E402
+from evigraph.training.trl_batches import BATCH_FIELDS  # noqa: E402
 from evigraph.training.trl_rollout import per_token_advantages  # noqa: E402
 from tests.agents.veri_r1.test_graph import CLAIM, DictSearch  # noqa: E402
 
@@ -241,3 +242,136 @@ def test_lora_trains_an_adapter_and_saves_merged_weights(
     moved = [n for n, p in merged.named_parameters() if n in base and not torch.equal(p, base[n])]
     assert moved and all("q_proj" in n or "v_proj" in n for n in moved)  # only the adapted matrices changed
     assert tokenizer.eos_token_id is not None
+
+
+# -- a first run that trains, and says so (issue 29, point 1) ------------------------------------------------------
+SHIPPED_SIZES = [o for o in OVERRIDES if o.split("=")[0].removeprefix("trl.args.") not in BATCH_FIELDS]
+
+
+def test_the_newcomer_run_scales_the_shipped_batch_sizes_and_trains_one_step(
+    policy: tuple[Any, Any], prompts: Path, tmp_path: Path
+) -> None:
+    # The shipped Veri-R1 sizes (a generation batch of 256 prompts x 3) against 2 prompts: scaled, not 0 steps.
+    config = load_train_config("veri-r1", [*SHIPPED_SIZES, "trl.args.num_generations=3"])
+    lines: list[str] = []
+    out = tmp_path / "t"
+    result = trl_engine.train_stage(
+        config, _executor(config), prompts=prompts, model=policy, out=out, max_steps=1, report=lines.append
+    )
+    assert "2 prompts × 3 generations cannot fill one optimiser step" in lines[0]
+    # On a CPU a scaled step is one prompt group: 1 prompt x 3 generations.
+    assert "generation_batch_size 768" in lines[0] and "per_device_train_batch_size 3," in lines[0]
+    assert [line.split("  ")[0] for line in lines[1:]] == ["step 1/1"]  # one progress line per optimiser step
+    assert "reward" in lines[1] and "distinct=" in lines[1] and lines[1].endswith("s/step")
+    state = json.loads((out / "checkpoint-1" / "trainer_state.json").read_text(encoding="utf-8"))
+    assert state["global_step"] == 1 and result.global_step == 1
+    assert result.checkpoint == str(out / "checkpoint-1") and (out / "ckpt" / "config.json").is_file()
+
+
+def test_batch_sizes_set_by_the_user_that_cannot_fill_a_step_exit_2_before_a_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evigraph.cli.app import run
+
+    def no_model(*_: Any) -> Any:
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(trl_engine, "load_policy", no_model)
+    data = tmp_path / "claims.jsonl"
+    data.write_text(json.dumps({"id": "c1", "claim": CLAIM, "label": "REFUTES", "evidence": ["x_0"]}) + "\n")
+    sizes = ["--set", "trl.args.per_device_train_batch_size=16", "--set", "trl.args.gradient_accumulation_steps=12"]
+    out = str(tmp_path / "t")
+    code = run(["train", "veri-r1", "--engine", "trl", "--model", "m", "--data", str(data), "--out", out,
+                "--retriever-url", "http://127.0.0.1:1/retrieve", "--max-steps", "1", *sizes])  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert "1 prompts × 3 generations cannot fill one optimiser step" in err
+    assert "per_device_train_batch_size 16, gradient_accumulation_steps 12" in err and "set by you" in err
+    assert not (tmp_path / "t" / "ckpt").exists()
+
+
+def test_a_run_that_ends_after_zero_steps_is_an_error(
+    policy: tuple[Any, Any], prompts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evigraph.errors import ConfigError
+
+    monkeypatch.setattr(trl_engine, "fit_batch_sizes", lambda kwargs, **_: (dict(kwargs), None))  # no fitting
+    config = load_train_config("veri-r1", SHIPPED_SIZES)
+    out = tmp_path / "zero"
+    with pytest.raises(ConfigError, match="0 optimiser steps"):
+        trl_engine.train_stage(config, _executor(config), prompts=prompts, model=policy, out=out, max_steps=1)
+    assert not (out / "ckpt").exists()  # no base weights re-saved as if trained
+
+
+def test_a_signal_stops_after_the_step_saves_and_the_same_call_resumes(
+    policy: tuple[Any, Any], prompts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    config = load_train_config("veri-r1", OVERRIDES)
+    before = signal.getsignal(signal.SIGINT)
+    original_call = trl_engine.GraphRollout.__call__
+    sent: list[int] = []
+
+    def interrupt_first_rollout(rollout: Any, batch: list[Any], trainer: Any) -> Any:
+        if not sent:  # Ctrl-C while step 1 generates
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return original_call(rollout, batch, trainer)
+
+    monkeypatch.setattr(trl_engine.GraphRollout, "__call__", interrupt_first_rollout)
+    out, lines = tmp_path / "run", []
+    stopped = trl_engine.train_stage(
+        config, _executor(config), prompts=prompts, model=policy, out=out, max_steps=3, report=lines.append
+    )
+    assert stopped.interrupted == "SIGINT" and stopped.global_step == 1 and stopped.model_dir is None
+    assert (out / "checkpoint-1" / "trainer_state.json").is_file() and not (out / "ckpt").exists()
+    assert lines[-1] == (
+        f"SIGINT: stopped after step 1/3, saved in {out / 'checkpoint-1'}; run the same command to resume"
+    )
+    assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
+
+    lines.clear()
+    resumed = trl_engine.train_stage(
+        config, _executor(config), prompts=prompts, model=policy, out=out, max_steps=3, report=lines.append
+    )
+    assert lines[0] == "resuming from checkpoint-1" and [line.split("  ")[0] for line in lines[1:]] == [
+        "step 2/3",
+        "step 3/3",
+    ]
+    assert resumed.interrupted is None and resumed.global_step == 3 and (out / "checkpoint-3").is_dir()
+
+
+def test_a_second_signal_aborts_at_once_and_the_handlers_come_back() -> None:
+    import os
+    import signal
+
+    from evigraph.training.trl_callbacks import RunControl
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    control = RunControl()
+    with pytest.raises(KeyboardInterrupt), control.installed():
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert control.received == signal.SIGTERM  # the first: noted, the step goes on
+        os.kill(os.getpid(), signal.SIGINT)  # the second: Python's own Ctrl-C
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_the_cli_exits_128_plus_the_signal_after_a_stopped_run(
+    name: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from evigraph.cli.app import app
+
+    stopped = trl_engine.StageResult(global_step=1, max_steps=3, resumed_from=None, checkpoint="c", model_dir=None,
+                                     interrupted=name, log_history=[])  # fmt: skip
+    monkeypatch.setattr(trl_engine, "train_stages", lambda *_, **__: [stopped])
+    data = tmp_path / "claims.jsonl"
+    data.write_text(json.dumps({"id": "c1", "claim": CLAIM, "label": "REFUTES", "evidence": ["x_0"]}) + "\n")
+    argv = ["train", "veri-r1", "--engine", "trl", "--model", "m", "--data", str(data), "--out", str(tmp_path / "t"),
+            "--retriever-url", "http://127.0.0.1:1/retrieve"]  # fmt: skip
+    done = CliRunner().invoke(app, argv)
+    assert done.exit_code == code, done.output
