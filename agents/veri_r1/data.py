@@ -58,7 +58,8 @@ def information_entries(text: str, *, source: str | None = None) -> list[Evidenc
         end = text.find("</information>", start)
         body = text[start + len("<information>") : end if end >= 0 else len(text)]
         matches = list(_ENTRY.finditer(body))
-        for match, following in zip(matches, [*matches[1:], None], strict=True):
+        # An empty block ("No entries matched") has no matches; the pairing must not assume one.
+        for match, following in zip(matches, [*matches[1:], None][: len(matches)], strict=True):
             entry = body[match.end() : following.start() if following else len(body)].strip()
             entries.append(Evidence(id=match["id"].strip(), text=entry, source=source))
         start = text.find("<information>", end) if end >= 0 else -1

@@ -101,3 +101,12 @@ def test_a_process_term_takes_a_judge_or_a_checker_not_both() -> None:
     for wrong in ({}, {"judge": "openai:m@http://x/v1", "checker": "a:b"}):
         with pytest.raises(ValueError, match="judge"):
             ProcessTerm.model_validate({**base, **wrong})
+
+
+def test_a_run_whose_search_found_nothing_still_reads_as_a_trace() -> None:
+    from evigraph.agents.veri_r1.data import information_entries
+    from evigraph.agents.veri_r1.prompts import NO_ENTRIES, information_turn
+
+    # A policy's garbage query finds nothing; the process reward must still read the run (it crashed before).
+    assert information_entries(information_turn("", [])) == []
+    assert NO_ENTRIES in information_turn("", [])
