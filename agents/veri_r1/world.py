@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -50,9 +49,7 @@ def _answer(label: str, cited: list[str]) -> str:
     return f"<answer>\nLabel: {label}\nEvidence: {evidence}\n</answer>"
 
 
-def demonstration(
-    claim: Claim, world: World, *, second_hop: bool = True, rng: random.Random | None = None
-) -> list[str]:
+def demonstration(claim: Claim, world: World, *, second_hop: bool = True) -> list[str]:
     """The replies of one run on ``claim``, one per turn (see the module docstring).
 
     Example:
