@@ -5,8 +5,10 @@ BM25 corpus; claims that need one search (where a person lives) or two (where th
 based), balanced SUPPORT / REFUTE, held-out claims about people no training claim mentions. The rollout is
 Veri-R1's online graph (brief prompt, two searches at most, one entry per search) through the TRL engine
 (:func:`evigraph.agents.veri_r1.world_job.grpo`), the policy a small random Llama warm-started on demonstrations
-that check every 1-hop claim but take the second search on only ``--second-hop-share`` of the 2-hop claims
-(:mod:`evigraph.agents.veri_r1.world_job`). Per seed, from the same warm start and for the same number of steps:
+(:func:`evigraph.agents.veri_r1.world_job.warm_started`: the comparing final turns first, then whole runs) that
+check every 1-hop claim and show every 2-hop claim both ways, the decision to take the second search weighted to
+``--second-hop-share``: greedy decoding never takes it, sampling sometimes does, and then it pays. Per seed, from
+the same warm start and for the same number of steps:
 
 - ``outcome``: ``advantage.mode=grpo`` on Veri-R1's reward (label x validity + evidence + format);
 - ``typed``: ``process_additive`` with StepGap's typed reward (``typed_shape``) from the world's rule checker
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--beta", type=float, default=0.0)
-    parser.add_argument("--warm-steps", type=int, default=None)
+    parser.add_argument("--warm-steps", type=int, default=None, help="warm-start steps on whole episodes")
+    parser.add_argument("--final-turn-steps", type=int, default=None, help="warm-start steps on final turns, first")
     parser.add_argument("--second-hop-share", type=float, default=None)
     parser.add_argument("--threshold", type=float, default=None, help="default: halfway from before to 1.0")
     parser.add_argument("--modes", default=",".join(MODES))
@@ -79,11 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from evigraph.agents.veri_r1 import world_job
+    from evigraph.agents.veri_r1 import learning_job, world_job
 
     modes = [m for m in args.modes.split(",") if m]
     run = world_job.SMALL if args.small else world_job.WorldRun()
-    updates = {"warm_steps": args.warm_steps, "second_hop_share": args.second_hop_share}
+    updates = {
+        "warm_steps": args.warm_steps,
+        "final_turn_steps": args.final_turn_steps,
+        "second_hop_share": args.second_hop_share,
+    }
     run = run.model_copy(update={k: v for k, v in updates.items() if v is not None})
     started = time.perf_counter()
     prepared = world_job.prepare(args.out / "world", run)
@@ -93,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         f"claims, {len(prepared.demonstrations)} demonstrations ({time.perf_counter() - started:.0f} s)",
         file=sys.stderr,
     )
-    settings = world_job.GrpoSettings(
+    settings = learning_job.GrpoSettings(
         prompts_per_step=args.prompts_per_step,
         generations=args.generations,
         lr=args.lr,
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     seeds: list[dict[str, Any]] = []
     for seed in range(args.seeds):
-        result = world_job.compare(
+        result = learning_job.compare(
             prepared,
             heldout,
             seed=seed,

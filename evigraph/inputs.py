@@ -20,7 +20,7 @@ from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from evigraph.errors import ConfigError
 
-__all__ = ("NOT_BLANK", "NonBlank", "NotBlank", "check_inputs", "is_blank")
+__all__ = ("NOT_BLANK", "NonBlank", "NotBlank", "check_inputs", "is_blank", "required_keys")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,15 @@ def _unwrap(hint: Any) -> tuple[bool | None, tuple[Any, ...]]:
         hint = get_args(hint)[0]
     metadata = getattr(hint, "__metadata__", ()) if get_origin(hint) is Annotated else ()
     return required, tuple(metadata)
+
+
+def required_keys(schema: type) -> tuple[str, ...]:
+    """The keys a TypedDict input schema requires, in declaration order. Read from the type hints, not
+    ``__required_keys__``, which misses ``Required[...]`` written as a string (``from __future__ import
+    annotations``) on Python 3.11."""
+    total = getattr(schema, "__total__", True)
+    marks = {key: _unwrap(hint)[0] for key, hint in typing.get_type_hints(schema, include_extras=True).items()}
+    return tuple(key for key, required in marks.items() if required or (required is None and total))
 
 
 def check_inputs(schema: type, inputs: Mapping[str, Any], *, where: str | None = None) -> None:

@@ -100,7 +100,7 @@ class WarmStart(BaseModel):
 
 def warm_start(
     model: Any,
-    episodes: Sequence[tuple[Sequence[int], Sequence[int]]],
+    episodes: Sequence[tuple[Sequence[int], Sequence[float]]],
     *,
     steps: int,
     batch_size: int = 32,
@@ -110,10 +110,12 @@ def warm_start(
     weights: dict[int, float] | None = None,
     on_step: Any = None,
 ) -> WarmStart:
-    """Supervised training on whole episodes ``(token_ids, policy_mask)``: next-token cross-entropy on the tokens
-    whose mask is 1 (what the policy wrote), none on prompts and observations; ``weights`` weighs the loss of
-    chosen target tokens (e.g. the label words, one token among dozens of copied ones). AdamW, constant ``lr``,
-    batches drawn with ``seed``; ``on_step(step, loss)`` is called every step. Leaves the model in eval mode."""
+    """Supervised training on whole episodes ``(token_ids, token_weights)``: next-token cross-entropy on the tokens
+    whose weight is above 0 (what the policy wrote; a 0/1 policy mask is the plain case), none on prompts and
+    observations, each token's loss times its weight (e.g. a decision the demonstrations take only sometimes).
+    ``weights`` further weighs chosen target token ids (e.g. the label words, one token among dozens of copied
+    ones). AdamW, constant ``lr``, batches drawn with ``seed``; ``on_step(step, loss)`` is called every step.
+    Leaves the model in eval mode."""
     import time
 
     import torch
@@ -131,16 +133,18 @@ def warm_start(
         ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
         labels = torch.full((len(batch), width), -100, dtype=torch.long)
         attention = torch.zeros((len(batch), width), dtype=torch.long)
+        position_weight = torch.zeros((len(batch), width))
         for row, (tokens, mask) in enumerate(batch):
             ids[row, : len(tokens)] = torch.tensor(tokens)
             attention[row, : len(tokens)] = 1
-            labels[row, : len(tokens)] = torch.tensor([t if m else -100 for t, m in zip(tokens, mask, strict=True)])
+            labels[row, : len(tokens)] = torch.tensor([t if m > 0 else -100 for t, m in zip(tokens, mask, strict=True)])
+            position_weight[row, : len(tokens)] = torch.tensor([max(float(m), 0.0) for m in mask])
         logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
         targets = labels[:, 1:]
         per_token = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="none"
         )
-        weight = (targets.reshape(-1) != -100).float()
+        weight = position_weight[:, 1:].reshape(-1)
         for token, factor in (weights or {}).items():
             weight = torch.where(targets.reshape(-1) == token, weight * factor, weight)
         loss = (per_token * weight).sum() / weight.sum()

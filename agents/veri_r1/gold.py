@@ -39,8 +39,9 @@ class GoldRecord(BaseModel):
     """The claim's id (``None`` for a gold answer given without one, e.g. to a graph run)."""
     claim: str | None = None
     label: GoldLabel
-    raw_label: str
-    """The label as written in the file (``SUPPORTS``, ``NOT_SUPPORTED`` ...)."""
+    raw_label: str = ""
+    """The label as written in the file (``SUPPORTS``, ``NOT_SUPPORTED`` ...); filled from ``label`` when not given
+    (a default, so that the gold fields a record needs, read from this schema, are ``label`` alone)."""
     evidence: tuple[str, ...] = ()
     dataset: str | None = None
     """Source dataset (``fever``, ``hover`` ...); HoVer ids are compared at page level."""

@@ -13,7 +13,9 @@ the missing one: that is what RL has to discover.
 the ``veri-r1->stepgap`` process term: it labels each step of a Veri-R1 run (read as a StepGap trace) from the
 world's facts, no model involved:
 
-- a search whose query names no entity on the claim's path, or repeats an earlier query: **IE**;
+- a search whose query names no entity on the claim's path, or repeats an earlier query, and a turn that neither
+  searches nor answers (it brings no evidence; left *no-gap*, its +0.20 paid for every broken turn and a policy
+  learned to write nothing else, measured): **IE**;
 - a think that states a fact the world contradicts (a wrong town or firm): **CC**;
 - an answer given before every entity on the path was retrieved (the second hop skipped): **MB**;
 - anything else: **no-gap**.
@@ -126,9 +128,15 @@ class WorldChecker:
             query = " ".join((step.query or "").split()).lower()
             if contradiction is not None:
                 label, why = "CC", contradiction
-            elif step.query is not None and (query in queries or not any(n.lower() in query for n in path)):
+            elif not _answers(step) and (query in queries or not any(n.lower() in query for n in path)):
                 label = "IE"
-                why = "repeats an earlier query" if query in queries else "names nothing on the claim's path"
+                why = (
+                    "neither searches nor answers"
+                    if step.query is None
+                    else "repeats an earlier query"
+                    if query in queries
+                    else "names nothing on the claim's path"
+                )
             elif _answers(step) and not set(path) <= retrieved:
                 label, why = "MB", f"answered before retrieving {sorted(set(path) - retrieved)}"
             if step.query is not None:

@@ -7,7 +7,9 @@
 - :class:`VerificationMiddleware` -- ``create_agent`` middleware checking every final answer (repair, block,
   annotate);
 - :class:`Verifier` -- the runner under every form, for code of your own;
-- :class:`EvigraphChatModel` -- any evigraph generator (the embedded SmolLM2 ...) as a LangChain chat model.
+- :class:`EvigraphChatModel` -- any evigraph generator (the embedded SmolLM2 ...) as a LangChain chat model;
+- :func:`checkpoint_serializer` -- a serializer for the host's saver that loads evigraph's types without warnings
+  (:data:`VERIFICATION_TYPES`, :func:`checkpoint_types`).
 
 Names are loaded on first use, so ``import evigraph.embed`` stays light.
 """
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evigraph.embed.chat_model import EvigraphChatModel
+    from evigraph.embed.checkpoint import VERIFICATION_TYPES, checkpoint_serializer, checkpoint_types
     from evigraph.embed.middleware import VerificationMiddleware
     from evigraph.embed.node import VerificationState, verification_router, verifier_node
     from evigraph.embed.tool import verifier_tool
@@ -26,17 +29,23 @@ if TYPE_CHECKING:
     from evigraph.verification import Verification
 
 __all__ = (
+    "VERIFICATION_TYPES",
     "EvigraphChatModel",
     "Verification",
     "VerificationMiddleware",
     "VerificationState",
     "Verifier",
+    "checkpoint_serializer",
+    "checkpoint_types",
     "verification_router",
     "verifier_node",
     "verifier_tool",
 )
 
 _WHERE = {
+    "VERIFICATION_TYPES": "evigraph.embed.checkpoint",
+    "checkpoint_serializer": "evigraph.embed.checkpoint",
+    "checkpoint_types": "evigraph.embed.checkpoint",
     "EvigraphChatModel": "evigraph.embed.chat_model",
     "Verification": "evigraph.verification",
     "VerificationMiddleware": "evigraph.embed.middleware",

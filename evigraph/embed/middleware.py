@@ -59,10 +59,12 @@ from typing import Annotated, Any, Literal, NotRequired, TypeVar, get_args
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.middleware.types import OmitFromInput, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
 from evigraph.conversation import Conversation, ToolCall
 from evigraph.embed.loop import run_sync
+from evigraph.embed.saver import sync_host_config
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
 from evigraph.verification import Verification
@@ -153,15 +155,16 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
         return f"The answer was withheld because it did not pass verification ({_headline(verdict)})."
 
     # -- the check -------------------------------------------------------------------------------------------
-    async def averify_state(self, state: Mapping[str, Any]) -> Verification:
-        """The verdict on the state's last answer. A turn the agent cannot read (no source to attribute to, no
-        question) gets a failed verdict with the reason in ``error`` and no repair instruction."""
+    async def averify_state(self, state: Mapping[str, Any], *, config: RunnableConfig | None = None) -> Verification:
+        """The verdict on the state's last answer (``config``: the verifier run's, default the caller's). A turn the
+        agent cannot read (no source to attribute to, no question) gets a failed verdict with the reason in
+        ``error`` and no repair instruction."""
         try:
             conversation = conversation_of(state["messages"], state.get("documents") or ())
             values = self.verifier.inputs(self.inputs_from(conversation))
         except (ConfigError, ValidationError) as unreadable:
             return Verification(agent=self.verifier.name, passed=False, error=_one_line(unreadable))
-        return await self.verifier.averify(values)
+        return await self.verifier.averify(values, config=config)
 
     def before_agent(self, state: VerificationAgentState, runtime: Any) -> dict[str, Any] | None:
         """A new turn: no repairs tried yet."""
@@ -173,11 +176,13 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
 
     @hook_config(can_jump_to=["model"])
     def after_model(self, state: VerificationAgentState, runtime: Any) -> dict[str, Any] | None:
-        """Checks a final answer (synchronous agents; the verifier's graph runs on its own event loop)."""
+        """Checks a final answer (synchronous agents; the verifier's graph runs on its own event loop, through the
+        agent saver's sync methods)."""
         answer = _final_answer(state["messages"])
         if answer is None:
             return None
-        return self._act(state, answer, run_sync(lambda: self.averify_state(state)), runtime)
+        config = sync_host_config()
+        return self._act(state, answer, run_sync(lambda: self.averify_state(state, config=config)), runtime)
 
     @hook_config(can_jump_to=["model"])
     async def aafter_model(self, state: VerificationAgentState, runtime: Any) -> dict[str, Any] | None:

@@ -19,12 +19,11 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from evigraph.embed.loop import run_sync
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
 from evigraph.verification import Verification
 
-__all__ = ("VerificationState", "verification_router", "verifier_node")
+__all__ = ("VerificationState", "VerifierNode", "verification_router", "verifier_node")
 
 
 class VerificationState(TypedDict, total=False):
@@ -32,6 +31,13 @@ class VerificationState(TypedDict, total=False):
 
     verification: Verification
     verification_attempts: int
+
+
+class VerifierNode(RunnableLambda[Mapping[str, Any], dict[str, Any]]):
+    """What :func:`verifier_node` returns: the node, keeping its :class:`~evigraph.embed.verifier.Verifier` as
+    ``verifier`` (:func:`~evigraph.embed.checkpoint.checkpoint_serializer` reads the classes it checkpoints)."""
+
+    verifier: Verifier
 
 
 def verifier_node(
@@ -44,7 +50,7 @@ def verifier_node(
     nli: Any = None,
     pass_if: Callable[[Verification], bool] | None = None,
     **config: Any,
-) -> RunnableLambda:
+) -> VerifierNode:
     """A node for ``StateGraph.add_node`` that checks the host's state with ``agent`` (see the module docstring;
     ``model``, ``search``, ``nli``, ``pass_if`` and ``config`` as :class:`~evigraph.embed.verifier.Verifier`).
 
@@ -64,15 +70,20 @@ def verifier_node(
         values.update({f: state[f] for f in fields if f not in named and f not in values and f in state})
         return values
 
-    async def acheck(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        verdict = await verifier.averify(agent_inputs(state), config=config)
+    def written(state: Mapping[str, Any], verdict: Verification) -> dict[str, Any]:
         return {output: verdict, attempts: int(state.get(attempts) or 0) + 1}
 
-    def check(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        # The verifier's graph is async: a synchronous host's call runs on evigraph's one shared loop.
-        return run_sync(lambda: acheck(state, config))
+    async def acheck(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return written(state, await verifier.averify(agent_inputs(state), config=config))
 
-    return RunnableLambda(check, afunc=acheck, name=f"verify_{verifier.name.replace('-', '_')}")
+    def check(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        # The verifier's graph is async: ``verify`` runs it on evigraph's one shared loop, through the host saver's
+        # sync methods (a sync-only saver has no async ones).
+        return written(state, verifier.verify(agent_inputs(state), config=config))
+
+    node = VerifierNode(check, afunc=acheck, name=f"verify_{verifier.name.replace('-', '_')}")
+    node.verifier = verifier
+    return node
 
 
 def verification_router(

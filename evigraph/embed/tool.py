@@ -37,6 +37,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from evigraph.embed.loop import run_sync
+from evigraph.embed.saver import sync_host_config
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
 from evigraph.verification import Verification
@@ -50,7 +51,10 @@ answer key."""
 
 class VerifierTool(StructuredTool):
     """A :class:`~langchain_core.tools.StructuredTool` whose message is marked ``status="error"`` when the verifier
-    run itself failed (its verdict carries ``error``), so a host tells a broken check from a failed claim."""
+    run itself failed (its verdict carries ``error``), so a host tells a broken check from a failed claim. It keeps its
+    :class:`~evigraph.embed.verifier.Verifier` as ``verifier`` (for :func:`~evigraph.embed.checkpoint_serializer`)."""
+
+    verifier: Verifier | None = Field(default=None, exclude=True)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return _mark_failed_run(super().run(*args, **kwargs))
@@ -106,8 +110,10 @@ def verifier_tool(
         return verdict.summary(), verdict
 
     def check(*positional: str, _run_config: RunnableConfig, **values: Any) -> tuple[str, Verification]:
-        # The verifier's graph is async: a synchronous host's call runs on evigraph's one shared loop.
-        return run_sync(lambda: acheck(*positional, _run_config=_run_config, **values))
+        # The verifier's graph is async: a synchronous host's call runs on evigraph's one shared loop, through the
+        # host saver's sync methods (a sync-only saver has no async ones).
+        synchronous = sync_host_config(_run_config)
+        return run_sync(lambda: acheck(*positional, _run_config=synchronous, **values))
 
     return VerifierTool.from_function(
         func=check,
@@ -118,6 +124,7 @@ def verifier_tool(
         response_format="content_and_artifact",
         handle_tool_error=True,
         handle_validation_error=_invalid_arguments(tool_name),
+        verifier=verifier,
     )
 
 

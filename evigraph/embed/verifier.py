@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
+from evigraph.embed.loop import run_sync
+from evigraph.embed.saver import sync_host_config
 from evigraph.errors import ConfigError, GeneratorError
 from evigraph.verification import Verification
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = ("Verifier", "resolve_model", "resolve_search")
 
@@ -152,12 +157,12 @@ class Verifier:
             return Verification(agent=self.name, passed=False, error=f"{type(error).__name__}: {error}")
         return self.verification(result)
 
-    def verify(self, values: Mapping[str, Any]) -> Verification:
+    def verify(self, values: Mapping[str, Any], *, config: Mapping[str, Any] | None = None) -> Verification:
         """:meth:`averify` for synchronous callers (on evigraph's one shared loop, so loop-bound clients such as
-        ``ChatOpenAI``'s survive between calls)."""
-        from evigraph.embed.loop import run_sync
+        ``ChatOpenAI``'s survive between calls; inside a synchronous host, through its saver's sync methods)."""
 
-        return run_sync(lambda: self.averify(values))
+        synchronous = sync_host_config(cast("RunnableConfig | None", config))
+        return run_sync(lambda: self.averify(values, config=synchronous))
 
 
 def _agent_config(model: type[BaseModel] | None, values: Mapping[str, Any], *, agent: str) -> BaseModel | None:

@@ -96,7 +96,10 @@ def score_report(
     unknown = [str(p.id) for p in predictions if str(p.id) not in gold]
     if unknown:
         shown = ", ".join(repr(i) for i in unknown[:5])
-        raise ConfigError(f"{len(unknown)} prediction id(s) have no gold record, e.g. {shown}")
+        raise ConfigError(
+            f"{len(unknown)} prediction id(s) have no gold record with the same id, e.g. {shown} "
+            "(are the predictions and the gold from the same data?)"
+        )
     pairs = [(p, gold[str(p.id)]) for p in predictions]
     report = adapter.report(pairs, options)
     body = {**report.model_dump(mode="json"), "n_gold": len(gold), "n_missing": len(gold) - len(pairs)}
@@ -124,7 +127,19 @@ def evaluate(
     Returns:
         The report: the run summary, ``n_failed_runs`` and -- when the records carry gold answers -- the
         agent's metrics over the results of these records.
+
+    Raises:
+        ConfigError: some records carry a gold answer and others do not (checked before anything runs, so that
+            a long run does not end in a report that cannot be made).
     """
+    golds = {str(r.id): adapter.gold_of(r) for r in records}
+    ungraded = [record_id for record_id, g in golds.items() if g is None]
+    if ungraded and len(ungraded) < len(golds):
+        shown = ", ".join(repr(i) for i in ungraded[:5])
+        raise ConfigError(
+            f"{len(ungraded)} of {len(golds)} records have no gold answer while the others have one, e.g. {shown}; "
+            "give every record its gold answer, or none"
+        )
 
     async def run_one(record: Any) -> BaseModel:
         return adapter.result(record, await graph.ainvoke(adapter.graph_input(record), context=context))
@@ -145,7 +160,7 @@ def evaluate(
         "run": summary.model_dump(mode="json"),
         "n_failed_runs": sum(getattr(r, "error", None) is not None for r in results),
     }
-    gold = {str(r.id): g for r in records if (g := adapter.gold_of(r)) is not None}
+    gold = {record_id: g for record_id, g in golds.items() if g is not None}
     if gold:
         body, metrics = score_report(adapter, [adapter.prediction_of(r) for r in results], gold, options)
         report.update(body)

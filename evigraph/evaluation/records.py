@@ -5,22 +5,23 @@ An eval over thousands of records must not die at record 900 because of a typo o
 on the first bad line (bad JSON, not an object, a schema error naming the field, a duplicate id naming both
 lines). Ids are unique where they are keys (an eval's resume key, a gold or prediction file keyed by id); a
 training read passes ``unique_ids=False``, since a training record is no key and released training files repeat
-ids (Veri-R1's ``train_online.jsonl``).
+ids (Veri-R1's ``train_online.jsonl``). :func:`check_gold` then checks, still before anything runs, that every
+record carries the gold answer its scorer needs (or that none does: a run without metrics).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import ConfigError, InputDataError
 from evigraph.jsonl import format_validation_error, iter_json_objects
 
-__all__ = ("load_records", "subset")
+__all__ = ("check_gold", "gold_fields", "load_records", "subset")
 
 T = TypeVar("T")
 
@@ -91,6 +92,73 @@ def subset(records: list[T], *, limit: int | None, shuffle_seed: int | None) -> 
         records = list(records)
         random.Random(shuffle_seed).shuffle(records)
     return records if limit is None else records[:limit]
+
+
+def gold_fields(schema: type[BaseModel]) -> tuple[tuple[str, ...], bool]:
+    """The fields a record's gold answer needs, from the scorer's gold schema, and whether each is needed:
+    ``(fields without a default, True)``, or ``(every field, False)`` where all have defaults (then a record
+    gives at least one of them)."""
+    required = tuple(name for name, field in schema.model_fields.items() if field.is_required())
+    return (required, True) if required else (tuple(schema.model_fields), False)
+
+
+def check_gold(
+    path: str | Path,
+    records: Sequence[T],
+    *,
+    id_of: Callable[[T], str],
+    has_gold: Callable[[T], bool],
+    schema: type[BaseModel] | None,
+    scorer: str,
+) -> bool:
+    """Check that every record carries its gold answer, or that none does (a run without metrics).
+
+    A record without gold among records with gold would otherwise run and only fail at scoring time, after the
+    whole run. ``schema`` is the scorer's gold schema (:func:`gold_fields` names the missing fields); ``scorer``
+    names it in the message (``"the scorer of veri-r1"``).
+
+    Returns:
+        Whether the records carry gold answers.
+
+    Raises:
+        InputDataError: the first record (in file order) with no gold answer where others have one, as
+            ``file:line: field 'label' is missing (the scorer of veri-r1 needs it)``.
+    """
+    without = [record for record in records if not has_gold(record)]
+    if not without or len(without) == len(records):
+        return not without
+    path = Path(path)
+    raw = _raw_lines(path)
+    first = min(without, key=lambda record: raw.get(id_of(record), (len(raw) + 1, {}))[0])
+    line, data = raw.get(id_of(first), (0, {}))
+    fields, all_needed = gold_fields(schema) if schema is not None else ((), True)
+    missing = [name for name in fields if name not in data] or list(fields)
+    names = ", ".join(repr(name) for name in missing)
+    if not missing:
+        problem = f"no gold answer ({scorer} needs one)"
+    elif not all_needed:
+        problem = f"no gold answer ({scorer} needs one of the fields {names})"
+    elif len(missing) == 1:
+        problem = f"field {names} is missing ({scorer} needs it)"
+    else:
+        problem = f"fields {names} are missing ({scorer} needs them)"
+    if line:
+        raise InputDataError(str(path), line, problem)
+    # A record read from a folder or another layout has no line of its own: name it by id.
+    raise InputDataError(str(path), 1, f"record {id_of(first)!r}: {problem}")
+
+
+def _raw_lines(path: Path) -> dict[str, tuple[int, dict[str, Any]]]:
+    """``id → (line, object)`` of a JSONL file; empty for anything else (a folder, another layout)."""
+    if not path.is_file():
+        return {}
+    found: dict[str, tuple[int, dict[str, Any]]] = {}
+    try:
+        for number, data in iter_json_objects(path):
+            found.setdefault(str(data.get("id")), (number, data))
+    except (InputDataError, ValueError, UnicodeDecodeError):
+        return {}
+    return found
 
 
 def _parse(path: Path, number: int, data: dict, parse: Callable[[dict], T]) -> T:

@@ -109,6 +109,13 @@ async def run_records(
     pending = [(record_id, item) for record_id, item in wanted if record_id not in existing]
     already_done = len(wanted) - len(pending)
     previously_failed = sum(1 for record_id in wanted_ids if existing.get(record_id, False))
+    if already_done:
+        # A resumed run says what it skips, so a rerun after Ctrl-C visibly continues instead of starting over.
+        _say(
+            f"{out_path} already holds {already_done} of {len(wanted)} records: skipping them, "
+            f"running the other {len(pending)}",
+            progress=progress,
+        )
 
     ran = failed = 0
     stop = False
@@ -181,6 +188,17 @@ def write_report(out_dir: Path, report: BaseModel, *, name: str = "report.json")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / name
     return atomic_write(path, report.model_dump_json(indent=2) + "\n")
+
+
+def _say(message: str, *, progress: bool) -> None:
+    """Tell the person watching (stderr, beside the progress bar); a quiet run (``progress=False``) logs it."""
+    if not progress:
+        log.info("%s", message)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(message, style="dim"), soft_wrap=True)
 
 
 def _result_line(result: Any, record_id: str) -> str:

@@ -1,12 +1,15 @@
-"""Every snippet of docs/embedding.md runs, in order, in one namespace, against the scripted Hog Island Light case
-(tests/embed/hosts.py): the names the doc leaves to the reader -- the host's chat model, a search tool, the host's
-own agent model, a web-search tool and an answering node -- are given here, and each snippet's verdict is checked."""
+"""Every snippet of docs/embedding.md runs against the scripted Hog Island Light case (tests/embed/hosts.py), the
+four forms in order in one namespace, the checkpointer one after the node: the names the doc leaves to the reader
+-- the host's chat model, a search tool, the host's own agent model, a web-search tool and an answering node --
+are given here, and each snippet's verdict is checked."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from evigraph.embed import EvigraphChatModel, Verification
 from tests.embed.hosts import RIGHT, WRONG, Memory, scripted
@@ -19,12 +22,12 @@ def snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
-def test_the_doc_shows_the_four_forms() -> None:
-    assert len(snippets()) == 4
+def test_the_doc_shows_the_four_forms_and_a_checkpointer() -> None:
+    assert len(snippets()) == 5
 
 
 def test_every_snippet_runs_and_gives_the_verdict_it_promises() -> None:
-    node, tool, middleware, router = snippets()
+    node, tool, middleware, router, _ = snippets()
     namespace: dict[str, Any] = {"chat_model": EvigraphChatModel(generator=scripted("veri-r1")), "search": Memory()}
 
     exec(compile(node, f"{DOC}:node", "exec"), namespace)
@@ -50,6 +53,19 @@ def test_every_snippet_runs_and_gives_the_verdict_it_promises() -> None:
     exec(compile(router, f"{DOC}:router", "exec"), namespace)
     result = namespace["result"]
     assert result["verification"].passed and result["verification_attempts"] == 2 and result["answer"] == RIGHT
+
+
+def test_the_checkpointer_snippet_reads_the_verdict_back_from_its_sqlite_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, *_, saver = snippets()
+    monkeypatch.chdir(tmp_path)  # the snippet writes host.sqlite where it runs
+    namespace: dict[str, Any] = {"chat_model": EvigraphChatModel(generator=scripted("veri-r1")), "search": Memory()}
+    exec(compile(node, f"{DOC}:node", "exec"), namespace)
+    exec(compile(saver, f"{DOC}:checkpointers", "exec"), namespace)
+    verdict = namespace["verdict"]
+    assert isinstance(verdict, Verification) and not verdict.passed and verdict.label == "REFUTE"
+    assert (tmp_path / "host.sqlite").is_file()
 
 
 def test_the_readme_snippet_builds_all_four_forms() -> None:

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigError, InputDataError
-from evigraph.evaluation.records import load_records
+from evigraph.evaluation.records import check_gold, gold_fields, load_records
 
 
 class Claim(BaseModel):
@@ -121,3 +121,28 @@ def test_shuffle_is_deterministic_and_limit_is_a_prefix(tmp_path: Path) -> None:
     assert first != [c.id for c in load(path, shuffle_seed=4, limit=10)]
     assert [c.id for c in load(path, shuffle_seed=3, limit=20)][:10] == first
     assert sorted(c.id for c in load(path, shuffle_seed=3)) == sorted(f"c{i}" for i in range(50))
+
+
+class Gold(BaseModel):
+    label: str
+    evidence: tuple[str, ...] = ()
+
+
+class Record(BaseModel):
+    id: str
+    claim: str
+    label: str | None = None
+
+
+def test_check_gold_names_the_line_and_the_field_the_scorer_needs(tmp_path: Path) -> None:
+    """Issue 6: every record carries the gold its scorer needs, or none does; checked before anything runs."""
+    path = write(
+        tmp_path / "in.jsonl", '{"id": "a", "claim": "x", "label": "S"}', '{"id": "b", "claim": "y", "evidence": []}'
+    )
+    records = [Record.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    check = {"id_of": lambda r: r.id, "has_gold": lambda r: r.label is not None, "schema": Gold, "scorer": "the scorer"}
+    with pytest.raises(InputDataError, match=r"in\.jsonl:2: field 'label' is missing \(the scorer needs it\)"):
+        check_gold(path, records, **check)
+    assert check_gold(path, records[:1], **check) is True
+    assert check_gold(path, records[1:], **check) is False  # no record has gold: a run without metrics
+    assert gold_fields(Gold) == (("label",), True)

@@ -85,6 +85,14 @@ def test_off_path_and_repeated_queries_are_irrelevant_evidence() -> None:
     assert _labels(TWO_HOP, steps) == ["IE", "no-gap", "IE"]
 
 
+def test_a_turn_that_neither_searches_nor_answers_is_irrelevant_evidence() -> None:
+    # Left no-gap, every broken turn earned typed_shape's +0.20 and a GRPO run learned to write only broken turns.
+    broken = TraceStep(reasoning="", text="<planfur</searchfur</search>")
+    first = TraceStep(reasoning="", query=PERSON.name, evidence=[_entry(PERSON.name)])
+    assert _labels(TWO_HOP, [broken, broken]) == ["IE", "IE"]
+    assert _labels(TWO_HOP, [first, broken]) == ["no-gap", "IE"]
+
+
 def test_a_think_the_world_contradicts_is_a_contradicted_claim() -> None:
     wrong_firm = next(f.name for f in WORLD.firms if f.name != FIRM.name)
     steps = [

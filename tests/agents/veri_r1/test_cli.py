@@ -54,16 +54,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
 
 
-def test_eval_survives_sigkill_and_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
-    n = 12
+def _slow_eval(tmp_path: Path, n: int, *, concurrency: int) -> tuple[list[str], Path]:
+    """An ``eval`` command line over ``n`` records whose scripted replies take 0.4 s each, and its output folder."""
     data = _write_jsonl(tmp_path / "claims.jsonl", _records(n))
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps({"replies": [_support_reply()] * n, "delay_s": 0.4}), encoding="utf-8")
     out = tmp_path / "run"
     command = _cli(
         "eval", "veri-r1", "--data", str(data), "--out", str(out), "--offline",
-        "--model", f"scripted:{replies}", "--concurrency", "2",
+        "--model", f"scripted:{replies}", "--concurrency", str(concurrency),
     )  # fmt: skip
+    return command, out
+
+
+def test_eval_survives_sigkill_and_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
+    n = 12
+    command, out = _slow_eval(tmp_path, n, concurrency=2)
     process = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     predictions = out / "predictions.jsonl"
     deadline = time.monotonic() + 120
@@ -93,7 +99,7 @@ def test_eval_survives_sigkill_and_resumes_without_loss_or_duplicates(tmp_path: 
         assert (out / plot).read_bytes().startswith(b"\x89PNG")
     # score over the stored predictions reproduces the report.
     scored = subprocess.run(
-        _cli("score", "veri-r1", "--pred", str(predictions), "--gold", str(data)),
+        _cli("score", "veri-r1", "--pred", str(predictions), "--gold", str(tmp_path / "claims.jsonl")),
         env=_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert scored.returncode == 0, scored.stderr
@@ -152,6 +158,65 @@ def test_eval_names_file_and_line_of_a_bad_record(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert f"{data}:2" in result.stderr and "claim" in result.stderr
+
+
+def test_eval_refuses_a_record_without_its_gold_label_before_the_run(tmp_path: Path) -> None:
+    """Issue 6: a record without ``label`` used to run with the others, and the run then failed at scoring time
+    with "prediction id(s) have no gold record" and no report.json."""
+    rows = _records(3)
+    del rows[2]["label"]
+    data = _write_jsonl(tmp_path / "claims.jsonl", rows)
+    out = tmp_path / "run"
+    # "--model x" names no model: the refusal comes before any model would load.
+    result = subprocess.run(
+        _cli("eval", "veri-r1", "--data", str(data), "--out", str(out), "--offline", "--model", "x"),
+        env=_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"{data}:3: field 'label' is missing (the scorer of veri-r1 needs it)" in result.stderr
+    assert not out.exists()
+
+
+def test_eval_help_names_the_fields_a_record_needs() -> None:
+    result = subprocess.run(_cli("eval", "veri-r1", "--help"), env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    help_text = " ".join(result.stdout.replace("│", " ").split())
+    assert "one record per line, with id, claim;" in help_text
+    assert "every record also needs its gold: label." in help_text
+
+
+def test_ctrl_c_says_what_is_kept_and_the_rerun_says_what_it_skips(tmp_path: Path) -> None:
+    """Issue 7: Ctrl-C used to exit 130 without a word, and a resumed run did not say it skipped anything."""
+    n = 8
+    command, out = _slow_eval(tmp_path, n, concurrency=1)
+    # A Ctrl-C reaches the child even where this test runs with SIGINT ignored (a background job).
+    process = subprocess.Popen(
+        command,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    predictions = out / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if predictions.is_file() and predictions.read_text(encoding="utf-8").count("\n") >= 2:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    kept = predictions.read_text(encoding="utf-8").count("\n")
+    assert process.returncode == 130, stderr
+    assert 2 <= kept < n
+    said = " ".join(stderr.split())
+    assert f"interrupted: {kept} of {n} records are done and kept in {predictions}" in said
+    assert "run the same command to resume" in said
+    resumed = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"already holds {kept} of {n} records: skipping them" in " ".join(resumed.stderr.split())
+    assert predictions.read_text(encoding="utf-8").count("\n") == n
 
 
 def test_score_accepts_foreign_records_and_reward_emits_components(tmp_path: Path) -> None:
