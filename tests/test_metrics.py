@@ -125,6 +125,26 @@ def test_bootstrap_is_deterministic_per_seed_and_brackets_the_estimate() -> None
     assert lo <= narrow_lo <= narrow_hi <= hi
 
 
+@pytest.mark.parametrize(
+    ("replicates", "level", "expected"),
+    [
+        # Sorted 0, 10, 20, 30 (n = 4), level 0.5: the 0.25 and 0.75 percentiles sit at positions 0.25 * 3 = 0.75
+        # and 0.75 * 3 = 2.25, so 0 + 0.75 * (10 - 0) = 7.5 and 20 + 0.25 * (30 - 20) = 22.5 (nearest rank: 10, 20).
+        ([30.0, 0.0, 20.0, 10.0], 0.5, (7.5, 22.5)),
+        # Sorted 1, 2, 4 (n = 3), level 0.95: positions 0.025 * 2 = 0.05 and 0.975 * 2 = 1.95, so
+        # 1 + 0.05 * (2 - 1) = 1.05 and 2 + 0.95 * (4 - 2) = 3.9 (nearest rank: 1, 4).
+        ([4.0, 1.0, 2.0], 0.95, (1.05, 3.9)),
+    ],
+)
+def test_bootstrap_interval_interpolates_between_order_statistics(
+    replicates: list[float], level: float, expected: tuple[float, float]
+) -> None:
+    # The metric ignores its draw and returns the next planned replicate, so the interval's inputs are known.
+    planned = iter(replicates)
+    lo, hi = bootstrap_ci([0.0], lambda _draw: next(planned), resamples=len(replicates), level=level)
+    assert (lo, hi) == pytest.approx(expected)
+
+
 def test_bootstrap_cis_share_the_resamples() -> None:
     pairs = [(True, True), (True, False), (False, False), (False, True), (True, True), (False, False)]
 

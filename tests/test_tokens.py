@@ -178,6 +178,9 @@ def test_rollout_logprobs_align_with_the_sequence() -> None:
         (100, 2000, TurnPlan(final=False, max_new_tokens=512)),  # 512 + 800 + 256 fit in 1900
         (500, 2000, TurnPlan(final=True, max_new_tokens=256)),  # 1500 left: only the final turn fits after a search
         (1900, 2000, TurnPlan(final=True, max_new_tokens=100)),  # the final turn gets what is left
+        (432, 2000, TurnPlan(final=False, max_new_tokens=512)),  # 1568 left = 512 + 800 + 256 exactly: still fits
+        (433, 2000, TurnPlan(final=True, max_new_tokens=256)),  # 1567 left: one short, the final turn
+        (1999, 2000, TurnPlan(final=True, max_new_tokens=1)),  # a single token left is still a turn
         (2000, 2000, None),  # nothing left at all
     ],
 )

@@ -300,6 +300,21 @@ def test_turn_regex_compiles_for_constrained_decoding() -> None:
     assert "s" in allowed_next and "a" in allowed_next and "i" not in allowed_next  # no <information>
 
 
+# Space, tab, CR and LF are whitespace between blocks (module docstring); every other character, including those
+# str.strip() / the regex \\s would also drop (VT, FF, NEL, NBSP, the Unicode separators), is free text.
+BETWEEN_BLOCKS = {" ": True, "\t": True, "\r": True, "\n": True} | {
+    c: False for c in "\v\f\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u3000\ufeffx"
+}
+
+
+@pytest.mark.parametrize(("char", "is_whitespace"), sorted(BETWEEN_BLOCKS.items()))
+def test_free_text_whitespace_is_the_decoding_regexs(char: str, is_whitespace: bool) -> None:
+    regex = VERI.turn_regex(allowed=POLICY_TAGS)
+    for turn in (f"<think>t</think>{char}<answer>a</answer>", f"{char}<answer>a</answer>{char}"):
+        assert VERI.format_ok(VERI.parse(turn)) is is_whitespace, repr(char)
+        assert bool(re.fullmatch(regex, turn)) is is_whitespace, repr(char)
+
+
 @pytest.mark.parametrize("allowed", [[], ["information"], ["verify"]])
 def test_turn_regex_rejects_bad_allowed(allowed: list[str]) -> None:
     with pytest.raises(ConfigError):

@@ -5,6 +5,7 @@ groups of different step counts and lengths, checked against per-group arithmeti
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
@@ -58,6 +59,26 @@ def test_process_additive_reproduces_the_notes_fixture_and_coef_zero_is_grpo() -
         [-0.740],
     ]
     assert advantages(NOTES, AdvantageConfig(mode="process_additive", coef=0.0)) == advantages(NOTES)
+
+
+@pytest.mark.parametrize(
+    ("values", "eps", "expected"),
+    [
+        # Step values 1 and 0: mean 0.5, unbiased std sqrt(0.5). With eps = 1 the process term is
+        # +-0.5 / (sqrt(0.5) + 1) = +-(1 - sqrt(2) / 2); without eps it would be +-sqrt(2) / 2.
+        ((1.0, 0.0), 1.0, 1 - math.sqrt(2) / 2),
+        # A tiny std: values 2e-9 and 0, mean 1e-9, std sqrt(2) * 1e-9. With eps = 1e-9 the term is
+        # +-1e-9 / ((sqrt(2) + 1) * 1e-9) = +-(sqrt(2) - 1); without eps it would be +-sqrt(2) / 2.
+        ((2e-9, 0.0), 1e-9, math.sqrt(2) - 1),
+    ],
+)
+def test_process_additive_adds_eps_to_the_step_std(values: tuple[float, float], eps: float, expected: float) -> None:
+    # Equal outcomes: the outcome advantage is 0 / (0 + eps) = 0, so each action token carries the process term
+    # alone (one step per rollout, placed on its last token and summed back over the step).
+    group = [_rollout(0, 1.0, [2], [values[0]]), _rollout(0, 1.0, [2], [values[1]])]
+    result = advantages(group, AdvantageConfig(mode="process_additive", coef=1.0, eps=eps))
+    assert result[0] == pytest.approx([0.0, expected, expected], rel=1e-6)
+    assert result[1] == pytest.approx([0.0, -expected, -expected], rel=1e-6)
 
 
 def test_stepgap_dense_pools_tokens_of_the_group() -> None:

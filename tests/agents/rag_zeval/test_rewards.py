@@ -152,6 +152,20 @@ def test_evidence_tokenizer_is_pluggable() -> None:
     assert evidence_reward([EV2], C, tokenize=list) == 1.0
 
 
+EV_AT_MIN = "a 20 GB model and a 60 GB model,"
+"""Verbatim in C and exactly 10 tokens (a, 20, GB, model, and, a, 60, GB, model, ","): the §3.2 minimum."""
+
+
+def test_evidence_exactly_at_the_minimum_length_counts_and_one_token_fewer_scores_zero() -> None:
+    # |e| = 10 = MIN_EVIDENCE_TOKENS is not "shorter than" the minimum: LCSubstr 10 / 10 = 1.0. EV2 is the same
+    # run one token shorter (9, no comma): below the minimum, 0.
+    assert evidence_reward([EV_AT_MIN], C) == 1.0
+    assert evidence_reward([EV2], C) == 0.0
+    # The same boundary with an explicit minimum: "a 20 GB" is 3 verbatim tokens, "a 20" is 2.
+    assert evidence_reward(["a 20 GB"], C, min_tokens=3) == 1.0
+    assert evidence_reward(["a 20"], C, min_tokens=3) == 0.0
+
+
 @pytest.mark.parametrize(
     ("case", "alphas", "scores", "full"),
     [
