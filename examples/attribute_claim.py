@@ -3,7 +3,7 @@ lines claim spans up with source spans (match / mismatch / not found), reasons o
 a label (Attributable / Not Attributable), a confidence and, when not attributable, an error type from six
 (numerical exaggeration, negation flip, scope inflation, temporal shift, entity substitution, fabrication).
 
-    python examples/attribute_claim.py ["CLAIM"] [--source FILE] [--model smollm2]
+    .venv/bin/python examples/attribute_claim.py ["CLAIM"] [--source FILE] [--model smollm2]
 
 The bundled source is the demo corpus's Assateague Light entry; the bundled claim doubles the tower's height
 (about 142 feet in the source), a numerical exaggeration.

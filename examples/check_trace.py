@@ -2,7 +2,7 @@
 irrelevant evidence, MB missing bridge), the repair action that label calls for, a confidence and the path it
 took through the checker's stages.
 
-    python examples/check_trace.py [examples/data/hog_island_trace.json] [--model smollm2] [--nli NLI_DIR]
+    .venv/bin/python examples/check_trace.py [examples/data/hog_island_trace.json] [--model smollm2] [--nli NLI_DIR]
 
 The bundled trace searched the demo corpus for the first tower on Hog Island and then answered 1896 -- the year
 the tower was *replaced*; the passage it retrieved says 1852. A good judge with an NLI checkpoint labels the

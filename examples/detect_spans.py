@@ -3,7 +3,7 @@ each part of the response, then lists the spans the source does not back. Prints
 marked ``[[...]]``, each span's offsets and the steps that name it, and every step's quotes with where they occur
 in the source (or how much of them does).
 
-    python examples/detect_spans.py [--source FILE --response FILE] [--model smollm2]
+    .venv/bin/python examples/detect_spans.py [--source FILE --response FILE] [--model smollm2]
 
 The bundled source is the demo corpus's Cape Charles Light entry; the bundled response gets the tower's year
 wrong (1905 for 1895) and adds a paint scheme the source never mentions.

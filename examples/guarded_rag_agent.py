@@ -3,7 +3,7 @@ LangChain chat model answers from them, and SEVA (through evigraph's embedding A
 the answer. A failed check sends the answer back to the model once with the verifier's repair instruction; after
 that the answer goes out with its failed verdict recorded (``verification_router``).
 
-    python examples/guarded_rag_agent.py ["QUESTION"] [--model smollm2]
+    .venv/bin/python examples/guarded_rag_agent.py ["QUESTION"] [--model smollm2]
 
 Nothing here is specific to evigraph's models: ``chat_model`` is any LangChain ``BaseChatModel`` (``ChatOpenAI``
 ...); the example wraps the embedded model as one (``EvigraphChatModel``). The verifier gets the evigraph

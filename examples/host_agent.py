@@ -9,7 +9,7 @@
 Both run under a checkpointer; the verifier's state round-trips through LangGraph's strict deserialisation
 mode (``LANGGRAPH_STRICT_MSGPACK=true``) too. Run::
 
-    python examples/host_agent.py "Hog Island Light was first lit in 1853."
+    .venv/bin/python examples/host_agent.py "Hog Island Light was first lit in 1853."
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ each claim supported or not by the reference (copying the reference sentences th
 answer by its share of supported claims, S(y), and ranks the answers by score. Answers are shown to the model
 under shuffled letters, so their order cannot decide the ranking.
 
-    python examples/rank_answers.py [--model smollm2]
+    .venv/bin/python examples/rank_answers.py [--model smollm2]
 
 The bundled reference is the demo corpus's Cape Charles Light entry; of the three answers the first is right,
 the second gets the height wrong and the third gets the year wrong and adds a claim the reference lacks.

@@ -3,7 +3,8 @@ reviews each step as it is taken; a gap sends the policy a note (CC: retract and
 reformulated query, MB: search for the missing link) and a gapped answer is reopened. Prints every step with its
 label and repair action, the answers in the order they were given, and the final answer.
 
-    python examples/repair_loop.py [--question "..." --gold 1852] [--model smollm2] [--judge MODEL] [--nli DIR]
+    .venv/bin/python examples/repair_loop.py [--question "..." --gold 1852] [--model smollm2] \\
+        [--judge MODEL] [--nli DIR]
 
 The run is kept small for a CPU (one search before the answer, the top passage only, one repair).
 

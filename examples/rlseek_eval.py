@@ -1,7 +1,7 @@
 """RLSeek over span-annotated data: the real model, or a scripted oracle that quotes the source and lists the
 gold spans back (the pipeline's upper bound: what span mapping and the metrics allow a perfect detector).
 
-    python examples/rlseek_eval.py --data ../shared/data/faithbench --limit 10 [--oracle] [--out DIR]
+    .venv/bin/python examples/rlseek_eval.py --data ../shared/data/faithbench --limit 10 [--oracle] [--out DIR]
 
 ``--data`` is anything ``evigraph eval rlseek`` reads (our JSONL, a RAGTruth folder, FaithBench). Without
 ``--oracle`` this is ``evigraph eval rlseek`` with the configured model (``EVIGRAPH_MODEL``, default the

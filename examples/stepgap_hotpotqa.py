@@ -1,7 +1,7 @@
 """StepGap end to end on HotpotQA: a Search-R1 policy answers multi-hop questions over a BM25 index of their
 paragraphs, and the checker labels every step (no-gap / CC / IE / MB with a repair action).
 
-    python examples/stepgap_hotpotqa.py --data ../shared/data/hotpotqa-dev-ircot500/dev_subsampled.jsonl \\
+    .venv/bin/python examples/stepgap_hotpotqa.py --data ../shared/data/hotpotqa-dev-ircot500/dev_subsampled.jsonl \\
         --questions 5 [--model smollm2] [--judge MODEL] [--nli NLI_CHECKPOINT_DIR] [--out report.json]
 
 The paragraphs of the chosen questions (ten each, two of them supporting) become one corpus, one entry per

@@ -5,7 +5,7 @@ generation call, answer parsing, format rules), and the predictions are scored i
 must give 100 % everywhere; ``--compat`` must give the reference evaluator's numbers (its NFD-id quirk
 included). Run::
 
-    python examples/veri_r1_oracle.py ../shared/data/veri-r1-claim-verification
+    .venv/bin/python examples/veri_r1_oracle.py ../shared/data/veri-r1-claim-verification
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Verify one claim with Veri-R1: the model plans, searches the bundled demo corpus (BM25) and answers with a
 label and the ids of the entries it cites. Each turn of the run is printed, then the verdict.
 
-    python examples/verify_claim.py ["Hog Island Light was first lit in 1853."] [--model smollm2] [--corpus demo]
+    .venv/bin/python examples/verify_claim.py ["Hog Island Light was first lit in 1853."] \\
+        [--model smollm2] [--corpus demo]
 
 Swap ``--model`` for a real one (``openai:MODEL@URL``, a local checkpoint directory) and ``--corpus`` for your own
 (``evigraph corpus build``) -- the graph does not change.
