@@ -160,6 +160,8 @@ def train_config(args: argparse.Namespace, *, typed: bool) -> Any:
         "trl.args.steps_per_generation=1",
         "trl.args.gradient_accumulation_steps=1",
         f"trl.args.learning_rate={args.lr}",
+        f"trl.args.temperature={args.temperature}",
+        f"trl.args.lr_scheduler_type={args.lr_schedule}",
         "trl.args.warmup_steps=0",
         "trl.args.beta=0.0",  # no reference pass: half the CPU per step (the LoRA start is the reference anyway)
         f"trl.args.save_steps={args.steps}",
@@ -363,6 +365,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128, help="the offline turn's token cap")
     parser.add_argument("--max-length", type=int, default=2048, help="an episode's sequence budget")
     parser.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (the config's 0.8)")
+    parser.add_argument("--lr-schedule", default="linear", help="TRL's lr_scheduler_type (the world runs: constant)")
     parser.add_argument("--warm-start", type=int, default=96, help="gold replies to SFT on first (0: none)")
     parser.add_argument("--sft-lr", type=float, default=5e-5, help="the warm start's learning rate")
     parser.add_argument("--judge-tokens", type=int, default=128, help="the typed run's judge token cap")

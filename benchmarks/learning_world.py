@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=None, help="default: halfway from before to 1.0")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--only", default="", help="run only these seeds (comma-separated); others are read if kept")
     parser.add_argument("--out", type=Path, default=Path("runs/learning-world"))
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--small", action="store_true", help="a smaller world (400 people, 300 warm-start steps)")
@@ -107,8 +108,22 @@ def main(argv: list[str] | None = None) -> int:
         temperature=args.temperature,
         beta=args.beta,
     )
+    # A finished seed is kept in OUT/seed-K/result.json with what produced it, and reused by a rerun with the same
+    # settings: seeds can be added later (--seeds 4 after 3) or run in two processes (--only 1).
+    fingerprint = json.dumps(
+        [run.model_dump(mode="json"), settings.model_dump(), args.steps, args.eval_every, len(heldout), modes,
+         args.threads, args.train_anyway],
+    )  # fmt: skip
+    only = {int(s) for s in args.only.split(",")} if args.only else None
     seeds: list[dict[str, Any]] = []
     for seed in range(args.seeds):
+        kept = args.out / f"seed-{seed}" / "result.json"
+        if kept.is_file() and json.loads(kept.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
+            print(f"seed {seed}: kept in {kept}", file=sys.stderr)
+            seeds.append(json.loads(kept.read_text(encoding="utf-8"))["result"])
+            continue
+        if only is not None and seed not in only:
+            continue
         result = learning_job.compare(
             prepared,
             heldout,
@@ -122,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             require_probe=not args.train_anyway,
         )
         seeds.append(result)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps({"fingerprint": fingerprint, "result": result}) + "\n", encoding="utf-8")
         if not result["probe_ok"]:
             print(f"seed {seed}: the warm start's label ignores the entry it read ({result['probe']})", file=sys.stderr)
     summary = summarize(seeds, modes, args.threshold)

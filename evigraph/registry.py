@@ -115,6 +115,10 @@ class AgentSpec(BaseModel):
     """Tools the graph builder takes by keyword (see :data:`Resource`)."""
     hooks: dict[str, str] = Field(default_factory=dict)
     """CLI hook name (one of ``HOOKS``, or a command of the agent's own) → ``module:function``, a typer command."""
+    command_help: dict[str, str] = Field(default_factory=dict)
+    """Command of the agent's own (a key of ``hooks`` outside ``HOOKS``) → one line saying what it does, shown
+    by ``evigraph --help``. Declared here, not read from the command's docstring, so that listing the commands
+    imports no agent's command module."""
     step_readers: dict[str, str] = Field(default_factory=dict)
     """Training: checker agent name → ``module:function`` reading one of *this* agent's trajectories as that
     checker's trace (``None`` when the run has no steps), so the checker's process reward can score this agent's
@@ -214,6 +218,17 @@ class AgentSpec(BaseModel):
     def _check_verb_has_run(self) -> AgentSpec:
         if self.verb is not None and "run" not in self.hooks:
             raise ValueError(f"verb {self.verb!r} needs a 'run' hook (the command it runs)")
+        return self
+
+    @model_validator(mode="after")
+    def _check_command_help(self) -> AgentSpec:
+        own = set(self.hooks) - set(HOOKS)
+        unknown = sorted(set(self.command_help) - own)
+        if unknown:
+            raise ValueError(f"command_help {unknown}: only commands of the agent's own in hooks ({sorted(own)})")
+        bad = sorted(name for name, line in self.command_help.items() if not line.strip() or "\n" in line)
+        if bad:
+            raise ValueError(f"command_help {bad}: one non-empty line each")
         return self
 
     def commands(self) -> list[str]:

@@ -9,6 +9,8 @@ instead of silently degrading the trajectory.
 
 - :func:`token_format` -- the generator's :class:`~evigraph.generators.chat_format.ChatFormat` (what a token-level
   backend declares), or an error in strict mode.
+- :func:`token_decoder` -- ids → text for the ids a generator returns: its chat format's, or (a text backend that
+  returns ids, vLLM behind its OpenAI API) the one it learnt from its replies.
 - :class:`TokenOffsets` / :func:`char_span_to_token_span` -- character offsets inside one policy segment's text to
   the half-open token span that produced them (RLSeek's ``## Step N`` blocks, StepGap's step blocks).
 - :func:`rollout_logprobs` -- per-token logprobs of the whole sequence, policy tokens from the backend and 0.0
@@ -35,6 +37,7 @@ __all__ = (
     "char_span_to_token_span",
     "plan_turn",
     "rollout_logprobs",
+    "token_decoder",
     "token_format",
     "token_probability_at",
 )
@@ -56,6 +59,16 @@ def token_format(generator: Generator, *, strict: bool) -> ChatFormat | None:
             "(transformers, vLLM, or a scripted generator given a tokenizer)"
         )
     return chat_format
+
+
+def token_decoder(generator: Generator) -> Decode | None:
+    """How to turn the token ids ``generator`` returns back into text (to find the token of a label in a reply):
+    the chat format's decode on token backends; on a text backend, its ``decode_token_ids`` where it has one (the
+    OpenAI-compatible client and chat models learn one from vLLM's ``token_id:N`` replies); else ``None``."""
+    if generator.chat_format is not None:
+        return generator.chat_format.decode
+    decode = getattr(generator, "decode_token_ids", None)
+    return decode if callable(decode) else None
 
 
 class TokenOffsets:

@@ -74,6 +74,9 @@ class Verification(BaseModel):
     """What to tell the host's model when the check failed (``None`` when it passed)."""
     error: str | None = None
     """Why the run failed (a backend error, an exhausted budget); such a run has ``passed=False``."""
+    hint: str | None = None
+    """For the person who set the verifier up, not for the host's model: the setting that would help, e.g. weak-model
+    mode when a reply could not be parsed (:func:`evigraph.generators.guidance.guidance_hint`)."""
     detail: dict[str, Any] = {}
     """The agent's output model, dumped as JSON."""
 

@@ -30,7 +30,7 @@ from evigraph.errors import ConfigError, TokenContractError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.text_budget import count_tokens
-from evigraph.tokens import plan_turn, token_format
+from evigraph.tokens import Decode, plan_turn, token_decoder, token_format
 from evigraph.trajectory import Segment, Timing, TrajectoryError
 
 if TYPE_CHECKING:
@@ -133,6 +133,12 @@ class RunScope:
             limit=min(limits) if limits else None,
             sampling=context.sampling,
         )
+
+    @property
+    def decode(self) -> Decode | None:
+        """ids → text for this run's generated ids (:func:`evigraph.tokens.token_decoder`): what a label's
+        confidence is read with, also on a text backend that returns ids (vLLM behind its OpenAI API)."""
+        return self.chat_format.decode if self.chat_format is not None else token_decoder(self.generator)
 
     def guided(self, choice: bool | None, *, guide_kind: str | None = None) -> bool:
         """Weak-model mode for this run: the agent's ``choice``, or with ``None`` the generator's default. With

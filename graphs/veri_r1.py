@@ -130,7 +130,7 @@ class VeriR1Policy:
             duplicate_queries=sum(1 for t in run.turns if t.duplicate_of is not None),
             n_turns=run.n_turns,
             n_searches=run.n_search,
-            decode=scope.chat_format.decode if scope.chat_format is not None else None,
+            decode=scope.decode,
         )
 
     def run_inputs(self, state: Mapping[str, Any], run: Progress) -> dict[str, Any]:

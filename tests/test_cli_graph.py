@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from typer.testing import CliRunner
 
-from evigraph.cli.app import run
+from evigraph.cli.app import app, run
 from evigraph.cli.graph import compile_for_drawing, drawable, to_dot
 from evigraph.registry import get_agent, load_agents
 
@@ -135,6 +136,57 @@ def test_png_is_a_png(agent: str, tmp_path: Path, no_model: None, capsys: pytest
     captured = capsys.readouterr()
     assert captured.out == ""  # --png alone prints no Mermaid
     assert re.search(r"PNG drawn by (pygraphviz|Graphviz \S*dot)", captured.err), captured.err
+
+
+@pytest.fixture
+def fake_png(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """``write_png`` replaced by one that writes a stub file and records where (no Graphviz needed)."""
+    written: list[Path] = []
+
+    def write(graph: Any, out: Path, *, title: str) -> str:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"\x89PNG stub")
+        written.append(out)
+        return "stub PNG"
+
+    monkeypatch.setattr("evigraph.cli.graph.write_png", write)
+    return written
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--png"], "rlseek.png"),  # no path: AGENT.png in the current folder
+        (["--png", "--mermaid"], "rlseek.png"),  # no path, another option after it
+        (["--png", "drawings"], "drawings/rlseek.png"),  # a folder: AGENT.png inside it
+        (["--png", "mine.png"], "mine.png"),  # an explicit file name, as before
+    ],
+)
+def test_png_path_defaults_to_the_agent_name(
+    args: list[str],
+    expected: str,
+    fake_png: list[Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "drawings").mkdir()
+    result = CliRunner().invoke(app, ["graph", "rlseek", *args])
+    assert result.exit_code == 0, result.output
+    assert fake_png == [Path(expected)] and (tmp_path / expected).is_file()
+    assert ("graph TD;" in result.stdout) == ("--mermaid" in args)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pygraphviz") is None and shutil.which("dot") is None,
+    reason="Graphviz is not installed (apt-get install graphviz); --png cannot be tested",
+)
+def test_bare_png_writes_agent_png_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_model: None) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["graph", "seva", "--png"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "seva.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_png_without_graphviz_says_how_to_install_it(

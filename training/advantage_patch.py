@@ -33,7 +33,14 @@ from typing import Any
 
 from evigraph.errors import ConfigError
 from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
-from evigraph.training.samples import STEP_INDEX_KEY, STEP_TYPE_PREFIX, STEP_VALUE_KEY, steps_from_lists, typed_values
+from evigraph.training.samples import (
+    NEGATIVE_KEY,
+    STEP_INDEX_KEY,
+    STEP_TYPE_PREFIX,
+    STEP_VALUE_KEY,
+    steps_from_lists,
+    typed_values,
+)
 
 __all__ = (
     "CONFIG_ENV",
@@ -53,8 +60,6 @@ OPENRLHF_VERSION = "0.11.2"
 TARGET_MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
 CONFIG_ENV = "EVIGRAPH_ADVANTAGE_CONFIG"
 """JSON of an :class:`~evigraph.training.advantages.AdvantageConfig`, set in Ray's ``runtime_env``."""
-NEGATIVE_KEY = "evigraph_negative"
-"""``info`` key: 1.0 for samples of the negative gold class (CAPO)."""
 ZERO_STD_KEY = "evigraph_zero_std_group"
 """``info`` key: 1.0 when the sample's group has zero reward variance; its logged mean is the share of groups."""
 _WRAPPED = "__evigraph_advantage_mode__"

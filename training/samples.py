@@ -21,6 +21,7 @@ from typing import Any
 from evigraph.training.episode import Episode
 
 __all__ = (
+    "NEGATIVE_KEY",
     "STEP_INDEX_KEY",
     "STEP_TYPE_PREFIX",
     "STEP_VALUE_KEY",
@@ -32,6 +33,8 @@ __all__ = (
 
 STEP_INDEX_KEY = "evigraph_step_index"
 STEP_VALUE_KEY = "evigraph_step_value"
+NEGATIVE_KEY = "evigraph_negative"
+"""``extra_logs`` / ``info`` key: 1.0 for samples of the negative gold class (CAPO)."""
 STEP_TYPE_PREFIX = "evigraph_step_value/"
 """``extra_logs`` keys of the per-type lists (``evigraph_step_value/quote``): the same layout as
 :data:`STEP_VALUE_KEY`, one reward type each, so the trainer can normalise types separately."""
@@ -105,8 +108,6 @@ def openrlhf_sample(
         >>> d["action_ranges"], d["extra_logs"][STEP_INDEX_KEY], d["extra_logs"][STEP_TYPE_PREFIX + "quote"]
         ([(2, 4), (5, 6)], [0, 1, 1, 0, 0], [0.0, 0.5, 0.5, 0.0, 0.0])
     """
-    from evigraph.training.advantage_patch import NEGATIVE_KEY  # that module reads this one's lists: no cycle
-
     extra: dict[str, Any] = dict(episode.logs)
     if episode.negative is not None:  # CAPO's class flag; the same key on every sample of the run
         extra[NEGATIVE_KEY] = float(episode.negative)

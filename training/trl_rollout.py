@@ -4,8 +4,9 @@ Each prompt of a generation batch is one episode run by :meth:`~evigraph.trainin
 -- the path OpenRLHF's rollout actors take too (strict tokens, the sequence budget, the configured reward, the
 steps with their token spans) -- on the model the trainer is updating: a
 :class:`~evigraph.generators.transformers.TransformersGenerator` over its current weights (the samples of a batch
-run concurrently and share ``generate`` calls), sampling with the trainer's ``temperature`` and ``top_p``
-(:class:`~evigraph.graphs.context.RunContext`'s ``sampling``; stop strings and turn caps stay the graph's).
+run concurrently and share ``generate`` calls), sampling with the trainer's ``temperature`` and ``top_p`` and a
+seed per sample (:func:`episode_seed`: the same command draws the same samples) as
+:class:`~evigraph.graphs.context.RunContext`'s ``sampling`` (stop strings and turn caps stay the graph's).
 :meth:`GraphRollout._policy` picks that generator; it is the one place to plug in another.
 
 Each :class:`~evigraph.training.episode.Episode` becomes TRL's fields once, by :func:`trl_sample`: the tokens
@@ -34,7 +35,7 @@ from evigraph.training.advantages import AdvantageConfig, Rollout, advantages
 from evigraph.training.episode import Episode
 from evigraph.training.executor import GraphExecutor
 
-__all__ = ("LOGS_KEY", "OUTCOME_KEY", "GraphRollout", "TrlSample", "per_token_advantages", "trl_sample")
+__all__ = ("LOGS_KEY", "OUTCOME_KEY", "GraphRollout", "TrlSample", "episode_seed", "per_token_advantages", "trl_sample")
 
 OUTCOME_KEY = "evigraph_outcome"
 """Extra key of the rollout output: each sample's outcome reward (what the trainer's reward function returns)."""
@@ -118,6 +119,8 @@ class GraphRollout:
         self.last: list[TrlSample] = []
         """The samples of the latest batch (the trainer's advantages read them)."""
         self._generator: Any = None
+        self._calls = (-1, 0)
+        """(global step, rollout calls already made at it): a step can generate more than once."""
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         from trl.models.utils import unwrap_model_for_generation
@@ -129,11 +132,21 @@ class GraphRollout:
             if prompts[i] != prompts[group * self.num_generations]:
                 raise ConfigError(f"rollout batch row {i}: its prompt differs from its group's first")
         sampling = _sampling(trainer.args)
+        step = trainer.state.global_step
+        self._calls = (step, self._calls[1] + 1 if self._calls[0] == step else 0)
+        # Without vLLM every sample gets its own seed (see ``episode_seed``); TRL's vLLM engine seeds its own.
+        seeds = [None if getattr(trainer.args, "use_vllm", False) else
+                 episode_seed(trainer.args.seed, step, self._calls[1], i) for i in range(len(prompts))]  # fmt: skip
 
         async def episodes(generator: Generator) -> list[Episode]:
             budget = min(self.max_length, generator.context_window or self.max_length)
             return await asyncio.gather(
-                *(self.executor.episode(str(p), generator, max_length=budget, sampling=sampling) for p in prompts)
+                *(
+                    self.executor.episode(
+                        str(p), generator, max_length=budget, sampling=sampling.model_copy(update={"seed": seed})
+                    )
+                    for p, seed in zip(prompts, seeds, strict=True)
+                )
             )
 
         if getattr(trainer.args, "use_vllm", False):  # TRL's engine; TRL synced its weights before this call
@@ -181,9 +194,20 @@ class GraphRollout:
         self._generator = None
 
 
+def episode_seed(seed: int, step: int, call: int, row: int) -> int:
+    """The sampling seed of one rollout sample: the run's ``seed``, the optimiser step, the rollout call within it
+    and the sample's row. Each sample draws its own tokens (a group's samples differ), and the same command draws the
+    same tokens again however the concurrent episodes happen to share ``generate`` calls (the transformers backend
+    samples a seeded row from its own noise, so batching cannot change it)."""
+    value = 0
+    for part in (seed, step, call, row):
+        value = (value * 1_000_003 + part) % (1 << 63)
+    return value
+
+
 def _sampling(args: Any) -> SamplingParams:
-    """The trainer's sampling settings for every policy turn (seed ``None``: every sample of a group draws its own
-    tokens); the graph's protocol fields (stops, turn caps) stay its own."""
+    """The trainer's sampling settings for every policy turn (the seed is set per sample, :func:`episode_seed`);
+    the graph's protocol fields (stops, turn caps) stay its own."""
     if not getattr(args, "use_vllm", False) and (
         (args.top_k or 0) > 0 or args.min_p or (args.repetition_penalty or 1.0) != 1.0
     ):

@@ -35,6 +35,10 @@ SPEC = AgentSpec(
         "synthesize": f"{_PACKAGE}.hooks:synthesize_command",
         "meta-eval": f"{_PACKAGE}.hooks:meta_eval_command",
     },
+    command_help={
+        "synthesize": "Make training sets of candidate answers in a known order, by context-aware decoding.",
+        "meta-eval": "Measure how well the rankings agree with human judgements (RAGChecker, WikiEval).",
+    },
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",
     report_view=f"{_PACKAGE}.report_view:report_view",

@@ -277,11 +277,12 @@ def synthesize_command(
     ],
     out: Annotated[Path, typer.Option("--out", help="Ranked candidate sets (JSONL; reruns resume).")],
     alphas: Annotated[
-        str, typer.Option("--alphas", help="CAD weights, best first (comma-separated; §2.4).")
+        str,
+        typer.Option("--alphas", help="Context-aware decoding weights, one answer each, best first (comma-separated)."),
     ] = "0,-0.5,-1,-1.4",
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens per answer (O12).")] = 256,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Token cap of each answer.")] = 256,
     max_passage_tokens: Annotated[
-        int, typer.Option("--max-passage-tokens", min=1, help="Skip items whose passage is longer (§6).")
+        int, typer.Option("--max-passage-tokens", min=1, help="Skip items whose passage has more tokens than this.")
     ] = 6000,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Stop once OUT holds N sets (items in a seeded order).")

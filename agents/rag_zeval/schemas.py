@@ -49,14 +49,16 @@ class RagZevalConfig(BaseModel):
 
     max_new_tokens: int = Field(2048, ge=1)
     """Token cap of the evaluator's one turn (the paper allows 8,192, spec O11)."""
+    # spec §8: always shuffle, with a seed fixed per evaluation run
     shuffle_seed: int = 0
-    """Seed of the candidate-letter shuffle (§8: always shuffle; fixed per evaluation run). The run's id is
-    mixed in, so every instance gets its own order."""
+    """Seed of the shuffle of candidate order and letters. Each record's id is mixed in, so every record gets
+    its own order, the same on every run."""
     shuffle: bool = True
     """Shuffle candidate order and letters (turn off only to reproduce a given order)."""
+    # the regex reading of spec §2.2
     lenient: bool = True
-    """At inference, fall back to the regex reading of §2.2 when strict JSON fails (never in strict, training
-    runs). Rewards always read the reply strictly, whatever this says."""
+    """At inference, read a reply that is not valid JSON with a forgiving pattern match instead of failing
+    (never in strict or training runs). Rewards always read the reply strictly, whatever this says."""
     guided: bool | None = None
     """Decode the reply under its JSON schema where the backend can (inference only); default: the generator's
     weak-model mode."""

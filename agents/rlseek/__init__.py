@@ -26,6 +26,7 @@ SPEC = AgentSpec(
     rewards={"final": f"{_PACKAGE}.scoring:REWARD", "span-only": f"{_PACKAGE}.scoring:SPAN_ONLY_REWARD"},
     evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
     hooks={"run": f"{_PACKAGE}.hooks:detect_command", "prepare": f"{_PACKAGE}.hooks:prepare_command"},
+    command_help={"prepare": "Turn the RAGTruth or FaithBench release into records for eval and training."},
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",
     report_view=f"{_PACKAGE}.report_view:report_view",

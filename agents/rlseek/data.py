@@ -29,6 +29,7 @@ from evigraph.agents.rlseek.schemas import RAGTRUTH_TASKS, RLSeekGold, TaskName,
 from evigraph.agents.rlseek.spans import merge_spans
 from evigraph.errors import ConfigError
 from evigraph.jsonl import format_validation_error, iter_json_objects
+from evigraph.wording import with_article
 
 __all__ = (
     "FAITHBENCH_UNWANTED",
@@ -75,7 +76,9 @@ class RLSeekRecord(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> RLSeekRecord:
         if isinstance(self.source, dict) and self.variant != "data-to-text":
-            raise ValueError(f"source: a {self.task} record needs text; only data-to-text takes a JSON object")
+            raise ValueError(
+                f"source: {with_article(self.task)} record needs text; only data-to-text takes a JSON object"
+            )
         for start, end in self.gold.spans if self.gold else ():
             if end > len(self.response):
                 raise ValueError(f"gold.spans: [{start}, {end}] ends past the response ({len(self.response)} chars)")

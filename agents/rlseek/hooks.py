@@ -73,7 +73,9 @@ def prepare_command(
         int, typer.Option("--min-annotators", min=1, help="FaithBench: annotators needed per character.")
     ] = 1,
 ) -> None:
-    """Turn RAGTruth or FaithBench into RLSeek records (the eval and training input), with the spec's filtering."""
+    """Turn RAGTruth or FaithBench into RLSeek records (the eval and training input): RAGTruth keeps only
+    responses rated good quality; FaithBench merges its annotators' spans per character."""
+    # The loaders follow specs/rlseek.md §6.
     from evigraph.agents.rlseek.data import load_faithbench, load_ragtruth
     from evigraph.agents.rlseek.data import rebalance as rebalanced
     from evigraph.files import atomic_writer

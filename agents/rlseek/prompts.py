@@ -17,6 +17,7 @@ from evigraph.agents.rlseek.decoding import BACKED, CONTRADICTED
 from evigraph.agents.rlseek.parsing import FINAL_KEY
 from evigraph.agents.rlseek.protocol import QUOTE_PROTOCOL
 from evigraph.agents.rlseek.schemas import PromptVariant, TaskType
+from evigraph.wording import with_article
 
 __all__ = (
     "DEMONSTRATION_RESPONSE",
@@ -62,7 +63,7 @@ def render_source(task: TaskType, source: str | dict[str, Any]) -> str:
     """
     if isinstance(source, dict):
         if task != "data-to-text":
-            raise TypeError(f"a {task} source must be text; only data-to-text takes a JSON object")
+            raise TypeError(f"{with_article(task)} source must be text; only data-to-text takes a JSON object")
         return json.dumps(source, ensure_ascii=False)
     if not isinstance(source, str):
         raise TypeError(f"the source must be text or (data-to-text) a JSON object, got {type(source).__name__}")

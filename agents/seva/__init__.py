@@ -31,6 +31,10 @@ SPEC = AgentSpec(
         "annotate": f"{_PACKAGE}.hooks:annotate_command",
         "evolve": f"{_PACKAGE}.hooks:evolve_command",
     },
+    command_help={
+        "annotate": "Have a teacher model write checked verdicts for labelled pairs, as fine-tuning data.",
+        "evolve": "Find the error types the verifier misses and write probes of them as the next training set.",
+    },
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",
     report_view=f"{_PACKAGE}.report_view:report_view",

@@ -1,15 +1,20 @@
-"""Label aliases (specs/seva.md §3.5): what a reply or a data file may write for the two labels.
+"""SEVA's two labels and their aliases (specs/seva.md §3.5): what a reply or a data file may write for them.
 
-Exact lookup after normalisation, never substring matching: "not supported" contains "supported".
+Exact lookup after normalisation, never substring matching: "not supported" contains "supported". The labels
+live here, not in :mod:`.schemas`, so that the schemas can read aliases without an import circle.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from evigraph.agents.seva.schemas import ATTRIBUTABLE, NOT_ATTRIBUTABLE, Label
+__all__ = ("ALIASES", "ATTRIBUTABLE", "LABELS", "NOT_ATTRIBUTABLE", "Label", "normalize_label")
 
-__all__ = ("ALIASES", "normalize_label")
+ATTRIBUTABLE = "Attributable"
+NOT_ATTRIBUTABLE = "Not Attributable"
+Label = Literal["Attributable", "Not Attributable"]
+LABELS: tuple[Label, ...] = (ATTRIBUTABLE, NOT_ATTRIBUTABLE)
 
 ALIASES: dict[str, Label] = {
     **dict.fromkeys(("attributable", "yes", "true", "entailment", "supported"), ATTRIBUTABLE),

@@ -8,6 +8,8 @@ from typing import Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+# The labels are defined beside their aliases and re-exported here, where the rest of the schema vocabulary is.
+from evigraph.agents.seva.labels import ATTRIBUTABLE, LABELS, NOT_ATTRIBUTABLE, Label, normalize_label
 from evigraph.inputs import NonBlank
 from evigraph.trajectory import Trajectory
 
@@ -30,11 +32,6 @@ __all__ = (
     "SourceSpanCheck",
     "Verdict",
 )
-
-ATTRIBUTABLE = "Attributable"
-NOT_ATTRIBUTABLE = "Not Attributable"
-Label = Literal["Attributable", "Not Attributable"]
-LABELS: tuple[Label, ...] = (ATTRIBUTABLE, NOT_ATTRIBUTABLE)
 
 ErrorType = Literal[
     "numerical_exaggeration", "negation_flip", "scope_inflation", "temporal_shift", "entity_substitution", "fabrication"
@@ -176,6 +173,4 @@ class SevaGold(BaseModel):
     @field_validator("label", mode="before")
     @classmethod
     def _alias(cls, value: object) -> object:
-        from evigraph.agents.seva.labels import normalize_label
-
         return normalize_label(value) or value  # an unknown label fails with the two accepted ones listed

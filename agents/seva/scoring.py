@@ -37,10 +37,14 @@ class SevaRewardOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    # the process/outcome splits of spec §3.11
     process_share: float = Field(0.7, ge=0.0, le=1.0)
-    """Weight on format/alignment/chain (1:3:3); label and diagnosis share the rest (§3.11 splits)."""
+    """Share of the reward on format, alignment and chain (split 1:3:3 among them); the label and the error
+    diagnosis share the rest."""
+    # the fix spec §3.12 suggests
     label_normalized: bool = False
-    """Rescale the outcome part per gold label so the expected-reward break-even sits at p = 0.5 (§3.12 fix)."""
+    """Rescale the label-and-diagnosis part per gold label, so that a model unsure of the label (p = 0.5)
+    gains nothing by always answering the same label."""
 
 
 class SevaReward(TrajectoryReward[SevaOutput, SevaGold]):

@@ -48,7 +48,7 @@ class StepGapEvalOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     resamples: int = Field(2000, ge=0)
-    """Bootstrap resamples for the 95% intervals (§4)."""
+    """Bootstrap resamples for the metrics' 95% confidence intervals (0: no intervals)."""
     bootstrap_seed: int = 0
     """Bootstrap seed (same seed, same intervals)."""
 

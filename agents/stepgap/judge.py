@@ -29,7 +29,7 @@ from evigraph.agents.stepgap.schemas import (
 )
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams, StructuredResult
-from evigraph.tokens import TokenOffsets, token_probability_at
+from evigraph.tokens import TokenOffsets, token_decoder, token_probability_at
 from evigraph.trajectory import Evidence, Segment
 
 __all__ = (
@@ -108,8 +108,8 @@ def value_probability(result: StructuredResult, key: str, decode: object | None)
 
 
 def _decode(generator: Generator) -> object | None:
-    chat_format = getattr(generator, "chat_format", None)
-    return chat_format.decode if chat_format is not None else None
+    # token_decoder covers text backends that return ids too (vLLM behind its OpenAI API), so confidences are real.
+    return token_decoder(generator)
 
 
 async def _ask(generator: Generator, prompt: str, schema: type[BaseModel], params: SamplingParams) -> StructuredResult:

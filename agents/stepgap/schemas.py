@@ -237,36 +237,46 @@ class StepGapConfig(BaseModel):
     seeing only what its stage reads."""
     disable_stages: frozenset[Stage] = frozenset()
     """Stages to skip (ablations, §7.2): a disabled stage hands off as if it had not fired; config file only."""
+    # the decision tree of spec §2.2; nli-only is the baseline of §5
     pipeline: CheckerPipeline = "tree"
-    """``tree``: stages A–E (§2.2). ``nli-only``: no judge call; one NLI call per step on (the step's whole local
-    evidence, its claim), ENTAILMENT → no-gap, CONTRADICTION → CC, NEUTRAL → IE: binary labels (§5)."""
+    """``tree``: the full check, judge stages A–C then entailment stages D–E. ``nli-only``: no judge call; one
+    NLI call per step on (the step's whole local evidence, its claim), ENTAILMENT → no-gap, CONTRADICTION → CC,
+    NEUTRAL → IE: binary labels."""
     entailment: EntailmentEngine = "nli"
     """Stages D/E: ``nli``, the graph's NLI engine (the judge's label-word fallback when none is given);
     ``judge``, always the judge LLM scoring the label words, even when an NLI engine is given (LLM-only)."""
+    # ner is the NER-Quote baseline of spec §5
     quote_source: QuoteSource = "judge"
     """Stage C's quote: ``judge``, the judge's verbatim 5–20-word span; ``ner``, the evidence sentence that
-    contains a named entity of the claim and overlaps it most (spaCy NER, the NER-Quote baseline, §5)."""
+    contains a named entity of the claim and overlaps it most (spaCy NER)."""
+    # spec §2.7
     flag_threshold: float | None = Field(None, ge=0.0, le=1.0)
-    """Report a gap only when the step's confidence is at least this (§2.7, LLM-only: 0.5); a gap below it
-    becomes no-gap, with the tree's label kept in ``StepCheck.tree_label``. ``None``: no threshold."""
+    """Report a gap only when the step's confidence is at least this (0.5 suits ``entailment = judge``, where
+    the judge also decides stages D–E); a gap below it becomes no-gap, with the tree's label kept in
+    ``StepCheck.tree_label``. ``None``: no threshold."""
     judge_max_new_tokens: int = Field(768, ge=16)
     """Token cap of one judge reply."""
+    # spec §9 #9
     judge_logprobs: bool = True
-    """Ask the judge backend for logprobs so LLM stage confidences are real (1.0 without them, §9 #9)."""
+    """Ask the judge backend for token logprobs, so the judge stages' confidences are measured (without them,
+    each is 1.0)."""
+    # spec §2.2, §9 #8
     quote_min_words: int = Field(5, ge=1)
-    """A Stage-C quote must be a verbatim span of at least this many words (§2.2, §9 #8)."""
+    """A Stage-C quote must be a verbatim span of at least this many words."""
     quote_max_words: int = Field(20, ge=1)
     """A Stage-C quote may have at most this many words."""
     max_evidence_chars: int = Field(600, ge=50)
     """Characters of each passage shown to the judge (the title and lead sentences carry the entity)."""
+    # spec §2.4
     previous_steps: int = Field(3, ge=0)
-    """Summaries of at most this many preceding steps in the judge's context (§2.4)."""
+    """Summaries of at most this many preceding steps in the judge's context."""
+    # spec §2.1, §9 #1
     max_searches: int = Field(4, ge=0)
-    """Generator: searches per question before the forced answer turn (§9 #1)."""
+    """Generator: searches per question; after the last one the next turn must answer."""
     top_k: int = Field(5, ge=1)
-    """Generator: passages per search (§2.1)."""
+    """Generator: passages per search."""
     max_new_tokens: int = Field(1024, ge=1)
-    """Generator: per-turn token cap (§9 #1); ``--generator.max-new-tokens`` sets it."""
+    """Generator: per-turn token cap; ``--generator.max-new-tokens`` sets it."""
     max_information_tokens: int = Field(768, ge=16)
     """Generator: cap on one rendered information block."""
     repair_budget: int = Field(2, ge=0)

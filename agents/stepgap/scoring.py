@@ -34,10 +34,14 @@ class StepGapRewardOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
+    # the configurations compared in spec §5
     preset: Preset = "typed_shape"
-    """Reward configuration: search_only, binary_gap, untyped_dense, typed_base or typed_shape (§5)."""
+    """Reward configuration: search_only (answer match only), binary_gap (a bonus per step without a gap),
+    untyped_dense (any gap costs the same), typed_base (each gap type has its own value) or typed_shape
+    (typed_base plus a bonus for repairing the step after a gap)."""
+    # λ of spec §3.3
     lam: float = Field(1.0, ge=0.0)
-    """λ, the weight of the step terms (§3.3)."""
+    """Weight of the per-step terms against the answer's exact-match reward."""
 
 
 class RewardGold(BaseModel):

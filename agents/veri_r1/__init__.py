@@ -31,6 +31,7 @@ SPEC = AgentSpec(
     evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
     resources=("search",),
     hooks={"run": f"{_PACKAGE}.hooks:run_command", "filter": f"{_PACKAGE}.hooks:filter_command"},
+    command_help={"filter": "Keep the training records a teacher model gets exactly right (label and evidence)."},
     step_readers={"stepgap": f"{_PACKAGE}.stepgap_trace:veri_r1_trace"},
     verification=f"{_PACKAGE}.verification:to_verification",
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",

@@ -109,7 +109,8 @@ def filter_command(
     ] = None,
 ) -> None:
     """Keep the samples an offline teacher (--teacher) gets exactly right: the label and exactly the gold
-    evidence set (spec §6). Records without entries get gold entries plus top-3 others from --corpus."""
+    evidence set. Records without entries get gold entries plus top-3 others from --corpus."""
+    # The training-data filter of specs/veri-r1.md §6.
     from evigraph.agents.veri_r1.evaluation import EVALUATION, VeriR1Record
     from evigraph.agents.veri_r1.filtering import keep_record, with_offline_context
     from evigraph.evaluation.pipeline import PREDICTIONS, run_in_dir

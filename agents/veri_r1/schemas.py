@@ -31,20 +31,25 @@ class VeriR1Config(BaseModel):
     """Offline variant (OffCV): the entries come with each claim, one think-and-answer turn, no search."""
     max_searches: int = Field(3, ge=0)
     """Search budget per claim."""
+    # spec §2.6
     max_turns: int | None = Field(None, ge=1)
-    """Generation turns including the answer turn; default max_searches + 1 (spec §2.6)."""
+    """Generation turns including the answer turn; default max_searches + 1."""
     top_k: int = Field(3, ge=1)
     """Entries returned per search."""
+    # spec §5
     max_new_tokens: int = Field(512, ge=1)
-    """Per-turn token cap (spec §5)."""
+    """Per-turn token cap."""
     offline_max_new_tokens: int = Field(1024, ge=1)
     """The single offline turn's token cap (reference offline config)."""
+    # spec §2.4
     max_information_tokens: int = Field(768, ge=16)
-    """Cap on the rendered entries of one information block (spec §2.4)."""
+    """Token cap on the search results shown in one information block (longer results are cut to fit)."""
+    # spec §9 #12
     restrict_to_retrieved: bool = False
-    """Drop cited ids that no information block showed (spec §9 #12; default: counted as given)."""
+    """Drop cited evidence ids that no search showed the model (default: every cited id counts as given)."""
+    # spec §9 #14
     logprobs: bool = True
-    """Ask the backend for logprobs, so the label's confidence is recorded (spec §9 #14)."""
+    """Ask the backend for token logprobs, so the label's confidence is recorded."""
     format: FormatOptions = FormatOptions()
     """Switches of the F1–F8 checklist (spec §9 #5); config file only."""
     constrained: bool | None = None

@@ -290,8 +290,12 @@ class Score(BaseModel):
     """Mean searches per run."""
 
 
-def evaluate(model: Any, tokenizer: Any, prepared: Prepared, claims: list[Claim]) -> Score:
-    """Run the graph greedily (temperature 0) on ``claims`` with ``model``; Veri-R1's ``final`` reward."""
+def evaluate(
+    model: Any, tokenizer: Any, prepared: Prepared, claims: list[Claim], *, temperature: float = 0.0, samples: int = 1
+) -> Score:
+    """Run the graph on ``claims`` with ``model``; Veri-R1's ``final`` reward. Greedy by default; with a
+    ``temperature`` each claim runs ``samples`` times, run ``k`` of claim ``i`` seeded ``i * samples + k`` (the same
+    draws for every model), and the scores are means over all runs."""
     from evigraph.generators.transformers import TransformersGenerator
     from evigraph.generators.types import SamplingParams
     from evigraph.graphs.context import RunContext
@@ -300,23 +304,22 @@ def evaluate(model: Any, tokenizer: Any, prepared: Prepared, claims: list[Claim]
     reward = get_agent("veri-r1").load().reward(None)
     graph = _graph(_search(prepared.corpus))
     generator = TransformersGenerator.from_model(model, tokenizer, max_batch_size=128, name="policy")
-    context = RunContext(
-        generator=generator,
-        sampling=SamplingParams(temperature=0.0),
-        strict_tokens=True,
-        max_sequence_tokens=MAX_LENGTH,
-    )
+    runs = [c for c in claims for _ in range(samples if temperature > 0 else 1)]
+
+    def context(seed: int) -> RunContext:
+        sampling = SamplingParams(temperature=temperature, seed=seed)
+        return RunContext(generator=generator, sampling=sampling, strict_tokens=True, max_sequence_tokens=MAX_LENGTH)
 
     async def all_runs() -> list[Any]:
-        inputs = [{"claim": c.claim, "id": c.id, "gold": {"label": c.label, "evidence": c.evidence}} for c in claims]
-        return await asyncio.gather(*(graph.ainvoke(i, context=context) for i in inputs))
+        inputs = [{"claim": c.claim, "id": c.id, "gold": {"label": c.label, "evidence": c.evidence}} for c in runs]
+        return await asyncio.gather(*(graph.ainvoke(x, context=context(i)) for i, x in enumerate(inputs)))
 
     try:
         states = asyncio.run(all_runs())
     finally:
         generator.close()
     right, rewards, hops2, searched = [], [], [], []
-    for claim, state in zip(claims, states, strict=True):
+    for claim, state in zip(runs, states, strict=True):
         output = state["output"]
         right.append(output.label == claim.label)
         target = reward.gold_schema.model_validate({"label": claim.label, "evidence": claim.evidence})
@@ -329,11 +332,11 @@ def evaluate(model: Any, tokenizer: Any, prepared: Prepared, claims: list[Claim]
         return sum(values) / len(values) if values else float("nan")
 
     return Score(
-        n=len(claims),
+        n=len(runs),
         accuracy=share(right),
         reward=sum(rewards) / len(rewards),
-        accuracy_1hop=share([r for r, c in zip(right, claims, strict=False) if c.hops == 1]),
-        accuracy_2hop=share([r for r, c in zip(right, claims, strict=False) if c.hops == 2]),
+        accuracy_1hop=share([r for r, c in zip(right, runs, strict=False) if c.hops == 1]),
+        accuracy_2hop=share([r for r, c in zip(right, runs, strict=False) if c.hops == 2]),
         second_hop_rate=share(hops2),
         searches=sum(searched) / len(searched),
     )

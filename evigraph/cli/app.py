@@ -11,7 +11,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,11 +26,12 @@ from evigraph.cli.kit import AgentRun, agent_command, bind_command
 from evigraph.cli.options import ConfigOpt
 from evigraph.config import Settings, load_settings
 from evigraph.errors import EvigraphError
+from evigraph.wording import with_article
 
 if TYPE_CHECKING:
-    from evigraph.registry import LoadedAgent
+    from evigraph.registry import AgentSpec, LoadedAgent
 
-__all__ = ("agent_cli_command", "app", "build_app", "main", "run")
+__all__ = ("agent_cli_command", "app", "build_app", "main", "own_command_help", "run")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -147,7 +148,7 @@ def _dispatch(hook: str, agent_name: str | None, args: list[str], *, prog: str |
         agents, _ = load_agents()
         providing = [name for name, spec in agents.items() if hook in spec.commands() or hook in spec.hooks]
         console.print(f"Usage: evigraph {hook} AGENT [OPTIONS]  (AGENT --help for its options)")
-        console.print(f"Agents with a {hook!r} command: {', '.join(providing) or 'none registered'}")
+        console.print(f"Agents with {with_article(repr(hook))} command: {', '.join(providing) or 'none registered'}")
         if agent_name is None:
             raise typer.Exit(2)
         return
@@ -190,6 +191,15 @@ def _verb_command(verb: str, agent_name: str, description: str = "") -> Any:
     return command
 
 
+def own_command_help(command: str, agents: Mapping[str, AgentSpec]) -> str:
+    """The line ``evigraph --help`` shows for an agent's command of its own: what it does (each owner's
+    ``command_help``, the same line once) and which agents answer it."""
+    owners = sorted(name for name, spec in agents.items() if command in spec.hooks)
+    lines = dict.fromkeys(line for name in owners if (line := agents[name].command_help.get(command)))
+    said = " ".join(lines) if lines else "A command of the agent's own."
+    return f"{said} ({'agent' if len(owners) == 1 else 'agents'}: {', '.join(owners)})"
+
+
 def build_app() -> typer.Typer:
     """The CLI, with one verb command per registered agent that claims a verb."""
     from evigraph.registry import load_agents
@@ -214,9 +224,9 @@ def build_app() -> typer.Typer:
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
-    from evigraph.cli.graph import graph_command
+    from evigraph.cli.graph import GraphCommand, graph_command
 
-    application.command(name="graph")(graph_command)
+    application.command(name="graph", cls=GraphCommand)(graph_command)
     from evigraph.cli.report import report_command
 
     application.command(name="report")(report_command)
@@ -237,8 +247,7 @@ def build_app() -> typer.Typer:
             if hook in verbs:
                 logger.warning("agent %s's command %r is also an agent's verb; the verb wins", spec.name, hook)
                 continue
-            owners = sorted(name for name, other in agents.items() if hook in other.hooks)
-            hooks.setdefault(hook, f"An agent command ({', '.join(owners)}): `evigraph {hook} AGENT --help`.")
+            hooks[hook] = own_command_help(hook, agents)
     for hook, help_text in hooks.items():
         application.command(name=hook, context_settings=_PASS_THROUGH)(_hook_command(hook, help_text))
     claimed: dict[str, str] = {}

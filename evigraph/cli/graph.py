@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
 
 from evigraph.errors import ConfigError
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from evigraph.registry import LoadedAgent
     from evigraph.trajectory import Evidence
 
-__all__ = ("compile_for_drawing", "drawable", "graph_command", "png_backend", "to_dot")
+__all__ = ("GraphCommand", "compile_for_drawing", "drawable", "graph_command", "png_backend", "png_path", "to_dot")
 
 err_console = Console(stderr=True)
 
@@ -217,9 +218,45 @@ def write_png(graph: Graph, out: Path, *, title: str) -> str:
     return f"PNG drawn by Graphviz {dot} from evigraph's DOT (offline)"
 
 
+def _with_png_default(args: list[str]) -> list[str]:
+    """``args`` with ``.`` after a ``--png`` that has no path (last, or followed by another option).
+
+    typer's parser has no option whose value may be left out, so a bare ``--png`` is given the current folder,
+    which :func:`png_path` turns into ``AGENT.png``.
+    """
+    fixed: list[str] = []
+    for position, arg in enumerate(args):
+        fixed.append(arg)
+        following = args[position + 1] if position + 1 < len(args) else None
+        if arg == "--png" and (following is None or (following.startswith("-") and following != "-")):
+            fixed.append(".")
+    return fixed
+
+
+class GraphCommand(typer.core.TyperCommand):
+    """``evigraph graph``, whose ``--png`` may be given without a path."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _with_png_default(list(args)))
+
+
+def png_path(png: Path, agent: str) -> Path:
+    """Where ``--png`` writes: ``AGENT.png`` inside ``png`` when it is a folder (the current one for a bare
+    ``--png``), else ``png`` itself."""
+    return png / f"{agent}.png" if png.is_dir() else png
+
+
 def graph_command(
     agent: Annotated[str, typer.Argument(help="A registered agent (see `evigraph info`).")],
-    png: Annotated[Path | None, typer.Option("--png", help="Write a PNG here (needs Graphviz).")] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option(
+            "--png",
+            metavar="[PATH]",
+            help="Write a PNG (needs Graphviz): to PATH, into PATH as AGENT.png when it is a folder, "
+            "or to AGENT.png in the current folder when no PATH is given.",
+        ),
+    ] = None,
     mermaid: Annotated[
         bool, typer.Option("--mermaid", help="Print Mermaid text (the default when --png is not given).")
     ] = False,
@@ -242,6 +279,7 @@ def graph_command(
     compiled = compile_for_drawing(loaded, verifier=verifier, settings=settings or [])
     graph = drawable(compiled)
     if png is not None:
+        png = png_path(png, agent)
         how = write_png(graph, png, title=compiled.name)
         err_console.print(
             f"{how}: wrote {png} ({png.stat().st_size} bytes)", markup=False, highlight=False, soft_wrap=True

@@ -244,6 +244,7 @@ class AgentRun:
         if trajectory.error is not None:
             err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
             raise typer.Exit(1)
+        self.note_guidance(output, as_json=as_json)
         if not ok(output):
             raise typer.Exit(1)
 
@@ -254,6 +255,17 @@ class AgentRun:
 
         note = plumbing_note(self.settings().generator.model, self.model_flag)
         print_note(note, as_json=as_json, console=out_console, err_console=err_console)
+
+    def note_guidance(self, output: Any, *, as_json: bool) -> None:
+        """Name ``--generator.constrained`` in one line when the reply could not be parsed and the backend could
+        have guided it (:func:`evigraph.generators.guidance.guidance_hint`): where the verb's output is, or on stderr
+        when stdout carries JSON."""
+        from evigraph.cli.render import print_note
+        from evigraph.generators.guidance import guidance_hint
+
+        config = self.config() if self.agent is not None and self.agent.config is not None else None
+        hint = guidance_hint(self.generator(), output, config=config)
+        print_note(hint, as_json=as_json, console=out_console, err_console=err_console)
 
     def describe(self) -> dict[str, Any]:
         """What a run directory pins: the agent, generator settings, agent config, tool flags and options."""

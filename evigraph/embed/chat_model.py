@@ -41,6 +41,7 @@ from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.trajectory import Segment, strip_eos
+from evigraph.wording import with_article
 
 __all__ = ("EvigraphChatModel", "to_segments")
 
@@ -88,8 +89,8 @@ def to_segments(messages: Sequence[BaseMessage]) -> list[Segment]:
             segments.append(Segment(origin="prompt", role=role, text=text))
         else:
             raise ConfigError(
-                f"message {position}: a {type(message).__name__} before any assistant message (a conversation "
-                "starts with system or user messages)"
+                f"message {position}: {with_article(type(message).__name__)} before any assistant message "
+                "(a conversation starts with system or user messages)"
             )
     if pending:
         segments.append(Segment(origin="environment", text="\n\n".join(pending)))

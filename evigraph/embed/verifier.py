@@ -7,8 +7,10 @@ result to a :class:`~evigraph.verification.Verification` with the agent's own ma
 verification``). The node, the tool, the middleware and the router are thin shapes around it.
 
 A LangChain chat model drives the verifier as a text backend: no token ids, so no logprob confidences (Veri-R1's
-label confidence, StepGap's stage confidences fall back to their defaults) and no guided decoding (weak-model
-mode needs a backend that enforces a grammar). Inference is all embedding needs; training needs token ids.
+label confidence, StepGap's stage confidences fall back to their defaults; ``ChatOpenAI`` against vLLM asking for
+``return_tokens_as_token_ids`` is the exception) and no guided decoding (weak-model mode needs a backend that
+enforces a grammar). Inference is all embedding needs; training needs token ids. A reply that could not be parsed
+on a backend that could have guided it gets ``Verification.hint`` naming the setting.
 """
 
 from __future__ import annotations
@@ -138,10 +140,17 @@ class Verifier:
         return dict(values)
 
     def verification(self, result: Mapping[str, Any]) -> Verification:
-        """The agent's mapping of a graph result, with ``pass_if`` applied."""
+        """The agent's mapping of a graph result, with ``pass_if`` applied and -- when the model's reply could not
+        be parsed on a backend that could have guided it -- the setting that would (``hint``)."""
+        from evigraph.generators.guidance import guidance_hint
+
         verdict = self.mapping(result)
         if self.pass_if is not None and verdict.error is None:
             verdict = verdict.model_copy(update={"passed": bool(self.pass_if(verdict))})
+        if verdict.error is None:
+            hint = guidance_hint(self.generator, result.get("output"), config=self.config, surface="python")
+            if hint is not None:
+                verdict = verdict.model_copy(update={"hint": hint})
         return verdict
 
     async def averify(self, values: Mapping[str, Any], *, config: Mapping[str, Any] | None = None) -> Verification:

@@ -22,6 +22,12 @@ with the OpenAI-compatible client, see :func:`~evigraph.generators.openai_compat
 
 For ``ChatOpenAI`` against vLLM, pass ``extra_body={"include_stop_str_in_output": True}`` to the model so
 the string comes back and rule 1 sees it.
+
+Logprobs. The chat model's own settings decide whether it asks for them (``ChatOpenAI(logprobs=True)``); they are
+read from ``response_metadata["logprobs"]`` (:mod:`evigraph.generators.server_tokens`). Against vLLM, add
+``"return_tokens_as_token_ids": True`` to ``extra_body`` and the token ids come too, so policy turns keep their
+logprobs and label confidences work (:meth:`ChatModelGenerator.decode_token_ids`). A model that returns none when
+asked is named once in a warning.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import GeneratorError
 from evigraph.generators.base import BaseGenerator, check_transcript
-from evigraph.generators.openai_compat import logprob_values, settle_stop
+from evigraph.generators.openai_compat import settle_stop
+from evigraph.generators.server_tokens import LogprobNotice, ServerTokens, ServerVocabulary, read_server_tokens
 from evigraph.generators.types import Continuation, SamplingParams, StructuredError, StructuredResult
 from evigraph.jsonl import format_validation_error
 from evigraph.trajectory import Segment
@@ -75,18 +82,6 @@ def _read_finish(metadata: Mapping[str, Any], stops: Sequence[str]) -> tuple[str
     return None, bool(reasons & _LENGTH_REASONS)
 
 
-def _metadata_logprobs(metadata: Mapping[str, Any], kept_chars: int | None) -> list[float] | None:
-    """Logprobs in the OpenAI shape (``{"content": [{"token", "logprob"}, ...]}`` or the bare list)."""
-    found = metadata.get("logprobs")
-    entries = found.get("content") if isinstance(found, Mapping) else found
-    if not isinstance(entries, list):
-        return None
-    try:
-        return logprob_values(entries, kept_chars)
-    except (KeyError, TypeError, ValueError):
-        return None  # an unknown shape: logprobs are optional, the text is still good
-
-
 def _raw_text(message: Any) -> str:
     """What the model said, for ``StructuredResult.raw``: its text, else its first tool call's arguments."""
     if not isinstance(message, BaseMessage):
@@ -103,7 +98,7 @@ def _raw_text(message: Any) -> str:
 
 
 class ChatModelGenerator(BaseGenerator):
-    """Generates with a LangChain ``BaseChatModel`` (a text backend: no token ids).
+    """Generates with a LangChain ``BaseChatModel`` (a text backend: token ids only where vLLM sends them).
 
     Args:
         model: the chat model; shared by concurrent calls, as LangChain models are meant to be.
@@ -128,6 +123,26 @@ class ChatModelGenerator(BaseGenerator):
         self.model = model
         self.name = name or f"langchain:{type(model).__name__}"
         self.call_kwargs = call_kwargs
+        self.vocabulary = ServerVocabulary()
+        self._notice = LogprobNotice(self.name, f"the chat model ({type(model).__name__})")
+
+    def decode_token_ids(self, token_ids: Sequence[int]) -> str:
+        """Text of token ids the model returned (vLLM's ``token_id:N`` tokens; see the module docstring)."""
+        return self.vocabulary.decode(token_ids)
+
+    def _tokens(self, metadata: Mapping[str, Any], kept_chars: int | None) -> ServerTokens | None:
+        """The reply's tokens from ``response_metadata["logprobs"]``, or ``None`` (said once) without usable ones."""
+        lost = "label confidences are not computed and policy turns keep no logprobs"
+        try:
+            tokens = read_server_tokens(metadata.get("logprobs"), kept_chars)
+        except ValueError as error:  # optional data from a provider never fails a turn
+            self._notice.missing(f"returned malformed logprobs ({error})", lost)
+            return None
+        if tokens is None:
+            self._notice.missing("returned no logprobs (ChatOpenAI needs logprobs=True)", lost)
+        elif tokens.token_ids is not None:
+            self.vocabulary.learn(tokens)
+        return tokens
 
     async def _invoke(self, runnable: Any, messages: list[BaseMessage], **kwargs: Any) -> Any:
         try:
@@ -145,16 +160,16 @@ class ChatModelGenerator(BaseGenerator):
         metadata = reply.response_metadata or {}
         fired, length = _read_finish(metadata, params.stop)
         text, finish_reason, stop_string = settle_stop(raw_text, params.stop, fired=fired, length=length)
-        logprobs = None
+        tokens = None
         if params.logprobs:
-            logprobs = _metadata_logprobs(metadata, len(text) if len(text) < len(raw_text) else None)
+            tokens = self._tokens(metadata, len(text) if len(text) < len(raw_text) else None)
         usage = getattr(reply, "usage_metadata", None) or {}
         return Continuation(
             text=text,
             finish_reason=finish_reason,
             stop_string=stop_string,
-            token_ids=None,
-            logprobs=logprobs,
+            token_ids=tokens.token_ids if tokens is not None else None,
+            logprobs=tokens.logprobs if tokens is not None else None,
             prompt_tokens=usage.get("input_tokens"),
             completion_tokens=usage.get("output_tokens"),
         )

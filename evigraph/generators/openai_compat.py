@@ -15,7 +15,11 @@ What the request contains, and why:
 - ``stop`` plus ``include_stop_str_in_output: true`` (a vLLM extension, only sent when there are stop
   strings). evigraph's rule is that the stop string that fired stays at the end of the text; see
   :func:`settle_stop` for how servers that drop it anyway are handled.
-- ``logprobs: true`` when asked for; the per-token values come from ``choices[0].logprobs.content``.
+- ``logprobs: true`` when asked for, with vLLM's ``return_tokens_as_token_ids: true`` (``token_ids=True``, the
+  default): the per-token values come from ``choices[0].logprobs.content``, each token as ``"token_id:N"`` with its
+  text in ``bytes`` (:mod:`evigraph.generators.server_tokens`). With the ids a reply's policy segment keeps its
+  logprobs, so label confidences and exact generated-token counts work against ``vllm serve``; a server that
+  returns no logprobs, or no ids, is named once in a warning saying what is lost.
 - Guides: JSON goes in ``response_format`` (``json_schema``, ``strict``), a regex in vLLM's
   ``structured_outputs: {"regex": ...}``. The legacy ``guided_json``/``guided_regex`` fields are never
   sent: current vLLM ignores them with only a server-side warning and returns *unconstrained* output.
@@ -35,16 +39,18 @@ import httpx
 
 from evigraph.errors import GeneratorError
 from evigraph.generators.base import BaseGenerator
+from evigraph.generators.server_tokens import LogprobNotice, ServerTokens, ServerVocabulary, read_server_tokens
 from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
 from evigraph.trajectory import Segment
 
-__all__ = ("OpenAICompatibleGenerator", "logprob_values", "settle_stop")
+__all__ = ("OpenAICompatibleGenerator", "settle_stop")
 
 logger = logging.getLogger(__name__)
 
 _API_KEY_ENV = ("EVIGRAPH_API_KEY", "OPENAI_API_KEY")
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_BACKOFF_S = 8.0
+_NO_CONFIDENCE = "label confidences are not computed and policy turns keep no logprobs"
 
 
 def settle_stop(
@@ -88,25 +94,6 @@ def settle_stop(
     return text, ("length" if length else "eos"), None
 
 
-def logprob_values(entries: list[dict[str, Any]], kept_chars: int | None = None) -> list[float]:
-    """Per-token logprobs from OpenAI-style entries (``{"token": ..., "logprob": ...}``).
-
-    With ``kept_chars``, only the tokens that produced the first ``kept_chars`` characters count: a reply cut
-    at a stop string keeps whole tokens, as token backends do.
-
-    Raises:
-        KeyError, TypeError, ValueError: an entry without a numeric ``logprob``.
-    """
-    values: list[float] = []
-    seen = 0
-    for entry in entries:
-        if kept_chars is not None and seen >= kept_chars:
-            break
-        values.append(float(entry["logprob"]))
-        seen += len(entry.get("token") or "")
-    return values
-
-
 def _server_message(response: httpx.Response) -> str:
     """The error message a server put in its body (OpenAI, vLLM and FastAPI shapes), else the raw text."""
     try:
@@ -144,6 +131,8 @@ class OpenAICompatibleGenerator(BaseGenerator):
         max_retries: extra attempts after a connection error, a timeout or a 5xx reply, with exponential
             backoff. A 4xx reply is never retried.
         name: shown in traces; defaults to ``openai:<model>``.
+        token_ids: with logprobs, also ask for the token ids (vLLM's ``return_tokens_as_token_ids``). Turn off for
+            a server that rejects fields it does not know; its turns then keep no logprobs (see the module doc).
 
     Attributes:
         retry_backoff_s: the first backoff delay; it doubles per retry, up to 8 s.
@@ -167,6 +156,7 @@ class OpenAICompatibleGenerator(BaseGenerator):
         timeout_s: float = 120.0,
         max_retries: int = 2,
         name: str | None = None,
+        token_ids: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -181,6 +171,10 @@ class OpenAICompatibleGenerator(BaseGenerator):
         self._api_key = key
         self._client: httpx.AsyncClient | None = None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self.token_ids = token_ids
+        self.vocabulary = ServerVocabulary()
+        """The text of every token id the server returned so far (what :meth:`decode_token_ids` reads)."""
+        self._notice = LogprobNotice(self.name, f"{self.base_url}/chat/completions")
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatibleGenerator(base_url={self.base_url!r}, model={self.model!r})"
@@ -259,6 +253,8 @@ class OpenAICompatibleGenerator(BaseGenerator):
             body["include_stop_str_in_output"] = True
         if params.logprobs:
             body["logprobs"] = True
+            if self.token_ids:
+                body["return_tokens_as_token_ids"] = True
         if params.guide is not None:
             body.update(self._guide_fields(params.guide))
         return body
@@ -290,26 +286,48 @@ class OpenAICompatibleGenerator(BaseGenerator):
         if finish not in {"stop", "length", None}:
             logger.debug("%s: finish_reason %r read as %r", self.name, finish, finish_reason)
 
-        logprobs: list[float] | None = None
-        if params.logprobs:
-            entries = (choice.get("logprobs") or {}).get("content")
-            if isinstance(entries, list):
-                kept = len(text) if len(text) < len(raw_text) else None
-                try:
-                    logprobs = logprob_values(entries, kept)
-                except (KeyError, TypeError, ValueError):
-                    raise GeneratorError(f"{self.name}: malformed logprobs in the reply") from None
+        tokens = (
+            self._tokens(choice, kept_chars=len(text) if len(text) < len(raw_text) else None)
+            if params.logprobs
+            else None
+        )
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return Continuation(
             text=text,
             finish_reason=finish_reason,
             stop_string=stop_string,
-            token_ids=None,
-            logprobs=logprobs,
+            token_ids=tokens.token_ids if tokens is not None else None,
+            logprobs=tokens.logprobs if tokens is not None else None,
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
             completion_tokens=completion_tokens if isinstance(completion_tokens, int) else None,
         )
+
+    def _tokens(self, choice: dict[str, Any], *, kept_chars: int | None) -> ServerTokens | None:
+        """The reply's generated tokens, or ``None`` (said once) when the server gave no usable logprobs."""
+        try:
+            tokens = read_server_tokens(choice.get("logprobs"), kept_chars)
+        except ValueError as error:  # server text never fails a turn: the reply's text is still good
+            self._notice.missing(f"returned malformed logprobs ({error})", _NO_CONFIDENCE)
+            return None
+        if tokens is None:
+            self._notice.missing("returned no logprobs", _NO_CONFIDENCE)
+            return None
+        if tokens.token_ids is None:
+            why = "token_ids=False" if not self.token_ids else "it ignored vLLM's return_tokens_as_token_ids"
+            self._notice.missing(
+                f"returned logprobs without token ids ({why})",
+                "policy turns keep no logprobs (a segment holds them aligned with ids), so label confidences are "
+                "not computed and generated-token counts are the server's",
+            )
+        else:
+            self.vocabulary.learn(tokens)
+        return tokens
+
+    def decode_token_ids(self, token_ids: Sequence[int]) -> str:
+        """Text of token ids this server returned (:class:`~evigraph.generators.server_tokens.ServerVocabulary`):
+        what agents find a label's token with on this text backend (:func:`evigraph.tokens.token_decoder`)."""
+        return self.vocabulary.decode(token_ids)
 
     async def _continue(self, transcript: list[Segment], params: SamplingParams) -> Continuation:
         data = await self._post(self.request_body(transcript, params))

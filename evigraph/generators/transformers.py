@@ -61,8 +61,8 @@ logger = logging.getLogger(__name__)
 _INSTALL_HINT = "pip install torch transformers (both are core dependencies of evigraph)"
 _ENFORCER_HINT = "pip install 'lm-format-enforcer>=0.11' (needed for constrained=True)"
 _DTYPES = ("float32", "float16", "bfloat16")
-# torch has one global CPU random generator; seeded sampling in any generator of this process takes this
-# lock for the whole generate call so no other sampling call can draw from the stream meanwhile.
+# torch has one global CPU random generator; unseeded sampling in any generator of this process takes this
+# lock for the whole generate call. Seeded sampling never touches it (each row draws its own noise).
 _RNG_LOCK = threading.Lock()
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -77,11 +77,9 @@ class _Request:
 
 def _batch_key(params: SamplingParams) -> tuple[Any, ...] | None:
     """Requests with equal keys can share one ``generate`` call; ``None`` means "run alone"."""
-    sampling = params.temperature > 0
-    if sampling and params.seed is not None:
-        return None
-    if sampling:
-        return ("sample", params.temperature, params.top_p, params.stop, params.max_new_tokens)
+    if params.temperature > 0:
+        kind = "sample" if params.seed is None else "seeded"
+        return (kind, params.temperature, params.top_p, params.stop, params.max_new_tokens)
     return ("greedy", params.stop, params.max_new_tokens)
 
 
@@ -525,10 +523,11 @@ class TransformersGenerator(BaseGenerator):
             cap = max(1, min(cap, self.context_window - width))
         want_logprobs = any(r.params.logprobs for r in batch)
         sampling = params.temperature > 0
+        seeded = sampling and params.seed is not None
 
         kwargs: dict[str, Any] = {
             "max_new_tokens": cap,
-            "do_sample": sampling,
+            "do_sample": sampling and not seeded,  # seeded rows sample by their own noise, then argmax
             "pad_token_id": self.pad_id,
             "eos_token_id": sorted(self.eos_ids),
             "return_dict_in_generate": True,
@@ -538,7 +537,7 @@ class TransformersGenerator(BaseGenerator):
             "no_repeat_ngram_size": 0,
             "min_new_tokens": 0,
         }
-        if sampling:
+        if sampling and not seeded:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         stop_criterion = None
         criteria: list[Any] = [_StopWhenClosed(self)]
@@ -546,15 +545,20 @@ class TransformersGenerator(BaseGenerator):
             stop_criterion = _GeneratedOnlyStop(self._stop_criterion(params.stop), width, len(batch))
             criteria.append(stop_criterion)
         kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
+        processors: list[Any] = []
         guides = {row: r.params.guide for row, r in enumerate(batch) if r.params.guide is not None}
         if guides:
-            kwargs["logits_processor"] = LogitsProcessorList(
-                [_GuideProcessor({row: self._enforcer(g) for row, g in guides.items()}, width, self.eos_ids)]
+            processors.append(
+                _GuideProcessor({row: self._enforcer(g) for row, g in guides.items()}, width, self.eos_ids)
             )
+        if seeded:
+            processors += _seeded_sampling(params, [(r.params.seed, len(r.input_ids)) for r in batch], width)
+        if processors:
+            kwargs["logits_processor"] = LogitsProcessorList(processors)
 
         rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if sampling:
-            rng = _seeded(params.seed)
+        if sampling and not seeded:
+            rng = _RNG_LOCK
         started = time.perf_counter()
         with rng, torch.inference_mode():
             output = self.model.generate(
@@ -612,18 +616,49 @@ class TransformersGenerator(BaseGenerator):
         return TokenEnforcer(self._enforcer_data, parser)
 
 
-@contextlib.contextmanager
-def _seeded(seed: int | None) -> Any:
-    """Hold the process RNG lock; with a seed, sample from a fresh stream and restore the global one after."""
-    import torch
+def _seeded_sampling(params: SamplingParams, rows: list[tuple[int | None, int]], width: int) -> list[Any]:
+    """Logits processors that make greedy decoding draw a sample: transformers' own temperature and top-p warpers,
+    then :class:`_RowNoise` (``rows``: each row's seed and prompt length)."""
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
 
-    with _RNG_LOCK:
-        if seed is None:
-            yield
-            return
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            yield
+    warpers: list[Any] = [TemperatureLogitsWarper(params.temperature)]
+    if params.top_p < 1.0:
+        warpers.append(TopPLogitsWarper(params.top_p))
+    return [*warpers, _RowNoise(rows, width)]
+
+
+class _RowNoise:
+    """Adds Gumbel noise to each row's warped logits, so that their argmax is a sample of the softmax (the
+    Gumbel-max trick). The noise of a row's token at sequence position ``p`` comes from a generator seeded with
+    the row's seed and ``p`` alone: a seeded request draws the same tokens whatever it is batched with, in any
+    turn order, and batches with other seeded requests. (transformers' sampling draws every row from torch's one
+    global stream, so a row's tokens depend on the batch it landed in: concurrent rollouts were not
+    reproducible.)"""
+
+    def __init__(self, rows: list[tuple[int | None, int]], width: int) -> None:
+        self.rows = rows
+        self.width = width
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        generated = input_ids.shape[1] - self.width
+        noise = torch.empty(scores.shape, dtype=torch.float32)
+        for row, (seed, prompt_length) in enumerate(self.rows):
+            stream = torch.Generator().manual_seed(_mix(seed or 0, prompt_length + generated))
+            noise[row] = torch.rand(scores.shape[-1], generator=stream, dtype=torch.float32)
+        gumbel = -torch.log(-torch.log(noise.clamp(min=1e-20, max=1 - 1e-7)))
+        return scores + gumbel.to(scores.device, scores.dtype)
+
+
+def _mix(seed: int, position: int) -> int:
+    """One 63-bit seed from a request's seed and a position (splitmix64's finaliser: neighbouring inputs give
+    unrelated outputs)."""
+    mask = (1 << 64) - 1
+    x = (seed * 0x9E3779B97F4A7C15 + position + 1) & mask
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    return (x ^ (x >> 31)) >> 1
 
 
 class _StopWhenClosed:

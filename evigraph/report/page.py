@@ -13,7 +13,6 @@ import base64
 import hashlib
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.report.assets import SCRIPT, STYLE
 from evigraph.report.data import FACET_CORRECT, FACET_RUN, record_data, script_json
+from evigraph.report.tables import metric_cards, metric_tables
 from evigraph.report.view import RecordView
 
 __all__ = ("Plot", "ReportPage", "render_page")
@@ -100,60 +100,17 @@ def _facts(facts: Sequence[tuple[str, str]]) -> str:
     return f'<div class="run-info">{items}</div>\n'
 
 
-def _value(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, float):
-        return "n/a" if not math.isfinite(value) else f"{value:.4g}" if abs(value) >= 1000 else f"{value:.3f}"
-    if isinstance(value, int | str):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, bool | int | float | str)
-
-
 def _metrics(report: Mapping[str, Any]) -> str:
-    """Top-level numbers as cards, a mapping of mappings as a table (rows: its keys), any other mapping as a
-    two-column table, and the whole report as JSON under a fold."""
+    """The report's numbers as cards and tables (:mod:`evigraph.report.tables`), and the whole report as JSON
+    under a fold."""
     if not report:
         return '<h2>Metrics</h2>\n<p class="muted">The run has no report.json.</p>\n'
-    esc = html.escape
-    cards = "".join(
-        f'<div class="card"><div class="k">{esc(str(k))}</div><div class="v">{esc(_value(v))}</div></div>'
-        for k, v in report.items()
-        if _is_scalar(v)
-    )
-    tables = []
-    for name, value in report.items():
-        if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
-            columns = list(dict.fromkeys(c for row in value.values() for c in row))
-            head = "".join(f"<th>{esc(str(c))}</th>" for c in columns)
-            body = "".join(
-                f"<tr><th>{esc(str(row))}</th>"
-                + "".join(f'<td class="num">{esc(_value(cells.get(c, "")))}</td>' for c in columns)
-                + "</tr>"
-                for row, cells in value.items()
-            )
-            tables.append(_table(name, f"<tr><th></th>{head}</tr>{body}"))
-        elif isinstance(value, Mapping) and value:
-            rows = "".join(
-                f'<tr><th>{esc(str(k))}</th><td class="num">{esc(_value(v))}</td></tr>' for k, v in value.items()
-            )
-            tables.append(_table(name, rows))
-        elif isinstance(value, list):
-            tables.append(_table(name, f'<tr><td class="mono">{esc(_value(value))}</td></tr>'))
-    raw = esc(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    raw = html.escape(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    tables = "".join(metric_tables(report))
     return (
-        f'<h2>Metrics</h2>\n<div class="cards">{cards}</div>\n<div>{"".join(tables)}</div>\n'
+        f'<h2>Metrics</h2>\n<div class="cards">{metric_cards(report)}</div>\n<div>{tables}</div>\n'
         f"<details><summary>report.json</summary><pre>{raw}</pre></details>\n"
     )
-
-
-def _table(name: str, rows: str) -> str:
-    title = f'<div class="section-title">{html.escape(str(name))}</div>'
-    return f'<div class="metric-table">{title}<table>{rows}</table></div>'
 
 
 def _plots(plots: Sequence[Plot]) -> str:

@@ -9,7 +9,9 @@ the way vLLM does:
 - ``stop`` strings are checked after every token, as vLLM does; the first one found ends the turn with
   ``finish_reason: "stop"`` and ``stop_reason`` naming it, and is cut off unless
   ``include_stop_str_in_output`` is true. An end-of-sequence stop has ``stop_reason: null``.
-- ``logprobs: true`` returns ``choices[0].logprobs.content`` with one fixed, negative value per token.
+- ``logprobs: true`` returns ``choices[0].logprobs.content`` with one fixed, negative value per token; with
+  ``return_tokens_as_token_ids: true`` each ``token`` is ``"token_id:N"`` and its text stays in ``bytes``, as vLLM
+  writes them (ids are given to pieces in order of first use, stable for the server's life).
 - ``response_format`` ``json_schema`` returns a JSON object that satisfies the schema; vLLM's
   ``structured_outputs: {"regex": ...}`` returns a string matching the regex (literal alternatives only).
 - Unknown model names get vLLM's 404; every request body and its headers are recorded.
@@ -19,6 +21,9 @@ the way vLLM does:
 Switches make it misbehave on purpose: :meth:`FakeOpenAIServer.fail_next` returns an error status for the
 next requests; ``drop_stop_string`` makes it ignore ``include_stop_str_in_output`` (as OpenAI's own API
 does), ``report_stop_reason=False`` hides which stop string fired, and ``ignore_stop`` ignores ``stop``.
+``logprobs_support`` says what a ``logprobs`` request gets: ``"vllm"`` (the above), ``"text"`` (tokens as text
+even when ids are asked for, as OpenAI's API), ``"none"`` (``logprobs: null``, as servers without them) or
+``"malformed"`` (entries without a ``logprob``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ("FakeOpenAIServer", "RecordedRequest", "fake_reply_text")
 
@@ -127,6 +132,9 @@ class FakeOpenAIServer:
         self.drop_stop_string = False
         self.report_stop_reason = True
         self.ignore_stop = False
+        self.logprobs_support: Literal["vllm", "text", "none", "malformed"] = "vllm"
+        self.vocabulary: dict[str, int] = {}
+        """Piece → the token id the server gave it (``return_tokens_as_token_ids``)."""
         self._failures: deque[tuple[int, str]] = deque()
         self._script: Callable[[list[dict[str, Any]]], str] | None = None
         self._lock = threading.Lock()
@@ -217,6 +225,7 @@ class FakeOpenAIServer:
         self.drop_stop_string = False
         self.report_stop_reason = True
         self.ignore_stop = False
+        self.logprobs_support = "vllm"
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -260,6 +269,16 @@ class FakeOpenAIServer:
                 return self._error(500, str(error))
             return 200, self._complete(body, messages, scripted)
         return 200, self._complete(body, messages)
+
+    def _entry(self, piece: str, index: int, *, as_ids: bool) -> dict[str, Any]:
+        """One ``logprobs.content`` entry, shaped as vLLM's ``_create_chat_logprobs`` writes it."""
+        if self.logprobs_support == "malformed":
+            return {"token": piece, "bytes": None}
+        token = piece
+        if as_ids:
+            with self._lock:
+                token = f"token_id:{self.vocabulary.setdefault(piece, 1000 + len(self.vocabulary))}"
+        return {"token": token, "logprob": _logprob(index), "bytes": list(piece.encode()), "top_logprobs": []}
 
     def _complete(
         self, body: dict[str, Any], messages: list[dict[str, Any]], scripted: str | None = None
@@ -305,13 +324,9 @@ class FakeOpenAIServer:
             "finish_reason": finish,
             "stop_reason": stop_reason if self.report_stop_reason else None,
         }
-        if body.get("logprobs"):
-            choice["logprobs"] = {
-                "content": [
-                    {"token": piece, "logprob": _logprob(i), "bytes": list(piece.encode()), "top_logprobs": []}
-                    for i, piece in enumerate(emitted)
-                ]
-            }
+        if body.get("logprobs") and self.logprobs_support != "none":
+            as_ids = bool(body.get("return_tokens_as_token_ids")) and self.logprobs_support == "vllm"
+            choice["logprobs"] = {"content": [self._entry(piece, i, as_ids=as_ids) for i, piece in enumerate(emitted)]}
         prompt_tokens = sum(len(_WORD.findall(str(m.get("content", "")))) for m in messages)
         return {
             "id": f"chatcmpl-fake-{len(self.requests)}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 from evigraph.errors import ConfigError, GeneratorError
 from evigraph.generators import Guide, OpenAICompatibleGenerator, SamplingParams
 from evigraph.generators.openai_compat import settle_stop
+from evigraph.tokens import token_decoder
 from evigraph.trajectory import Segment
 from tests.generators.contract import PROMPT, Capabilities, GeneratorContract
 from tests.generators.fake_openai_server import FakeOpenAIServer
@@ -44,8 +46,8 @@ async def generator(server: FakeOpenAIServer) -> AsyncIterator[OpenAICompatibleG
 class TestOpenAICompatContract(GeneratorContract):
     @pytest.fixture
     def capabilities(self) -> Capabilities:
-        # Logprobs come back, but without token ids, which is what the contract's logprob check needs.
-        return Capabilities(token_ids=False, logprobs=False, guides=frozenset({"json", "regex"}))
+        # Token ids come only with logprobs (vLLM's return_tokens_as_token_ids), and then aligned with them.
+        return Capabilities(token_ids=False, logprobs=True, guides=frozenset({"json", "regex"}))
 
 
 class Verdict(BaseModel):
@@ -72,6 +74,7 @@ async def test_request_body_maps_sampling_params(
     assert body["stop"] == ["</a>", "</b>"]
     assert body["include_stop_str_in_output"] is True
     assert body["logprobs"] is True
+    assert body["return_tokens_as_token_ids"] is True  # vLLM's ids, so turns keep their logprobs
     assert body["stream"] is False
     assert "response_format" not in body and "structured_outputs" not in body
 
@@ -79,7 +82,7 @@ async def test_request_body_maps_sampling_params(
 async def test_optional_fields_are_left_out(generator: OpenAICompatibleGenerator, server: FakeOpenAIServer) -> None:
     await generator.continue_transcript(PROMPT, SamplingParams(seed=None))
     (body,) = server.bodies
-    for key in ("seed", "stop", "include_stop_str_in_output", "logprobs"):
+    for key in ("seed", "stop", "include_stop_str_in_output", "logprobs", "return_tokens_as_token_ids"):
         assert key not in body
 
 
@@ -174,7 +177,102 @@ async def test_logprobs_are_parsed(generator: OpenAICompatibleGenerator) -> None
     result = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=6, logprobs=True))
     assert result.logprobs == pytest.approx([-0.1, -0.2, -0.3, -0.4, -0.5, -0.1])
     plain = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=6))
-    assert plain.logprobs is None
+    assert plain.logprobs is None and plain.token_ids is None
+
+
+# -- logprobs and token ids from the server (issue 30, point 3) ---------------------------------------------
+async def test_token_ids_and_logprobs_reach_the_continuation_and_its_segment(
+    generator: OpenAICompatibleGenerator, server: FakeOpenAIServer
+) -> None:
+    result = await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=4, logprobs=True))
+    assert result.text == "sentence one in answer"
+    assert result.token_ids == [server.vocabulary[p] for p in ("sentence", " one", " in", " answer")]
+    assert result.logprobs == pytest.approx([-0.1, -0.2, -0.3, -0.4])
+    assert result.generated_tokens == 4  # exact: counted from the ids
+    segment = result.to_segment()  # a segment keeps logprobs only aligned with ids: now it does
+    assert segment.token_ids == result.token_ids and segment.logprobs == result.logprobs
+    # The ids decode through what the generator learnt from the replies (agents find a label's token with it).
+    assert generator.decode_token_ids(result.token_ids) == result.text
+    assert token_decoder(generator) == generator.decode_token_ids
+
+
+async def test_ids_are_trimmed_with_the_logprobs_when_the_server_ignores_stop(
+    generator: OpenAICompatibleGenerator, server: FakeOpenAIServer
+) -> None:
+    server.ignore_stop = True
+    result = await generator.continue_transcript(PROMPT, SamplingParams(stop=("nsw",), logprobs=True))
+    assert result.text == "sentence one in answ" and result.token_ids is not None
+    assert len(result.token_ids) == len(result.logprobs or []) == 4
+
+
+async def test_token_ids_can_be_left_out_of_the_request(
+    server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    gen = OpenAICompatibleGenerator(server.base_url, server.model, token_ids=False)
+    result = await gen.continue_transcript(PROMPT, SamplingParams(max_new_tokens=3, logprobs=True))
+    assert "return_tokens_as_token_ids" not in server.bodies[0]
+    assert result.logprobs == pytest.approx([-0.1, -0.2, -0.3]) and result.token_ids is None
+    assert result.to_segment().logprobs is None
+    assert "token_ids=False" in caplog.text
+    await gen.aclose()
+
+
+@pytest.mark.parametrize(
+    ("support", "said"),
+    [
+        ("none", "returned no logprobs"),
+        ("text", "returned logprobs without token ids"),
+        ("malformed", "returned malformed logprobs"),
+    ],
+)
+async def test_a_server_without_usable_logprobs_is_named_once(
+    generator: OpenAICompatibleGenerator,
+    server: FakeOpenAIServer,
+    caplog: pytest.LogCaptureFixture,
+    support: str,
+    said: str,
+) -> None:
+    server.logprobs_support = support  # type: ignore[assignment]
+    params = SamplingParams(max_new_tokens=3, logprobs=True)
+    with caplog.at_level(logging.WARNING, logger="evigraph.generators.server_tokens"):
+        first = await generator.continue_transcript(PROMPT, params)
+        second = await generator.continue_transcript(PROMPT, params)
+    assert first.text == second.text == "sentence one in"  # the reply itself is still good
+    assert first.token_ids is None and first.to_segment().logprobs is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert said in warnings[0] and f"{server.base_url}/chat/completions" in warnings[0]
+    assert "confidences are not computed" in warnings[0]
+
+
+async def test_no_warning_when_logprobs_were_not_asked_for(
+    generator: OpenAICompatibleGenerator, server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.logprobs_support = "none"
+    await generator.continue_transcript(PROMPT, SamplingParams(max_new_tokens=3))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize(
+    "logprobs",
+    [
+        "garbage",
+        17,
+        {"content": "x"},
+        {"content": [None]},
+        {"content": [{"token": "a", "logprob": "high"}]},
+        {"content": [{"token": "a", "logprob": float("nan")}]},
+        {"content": [{"token": "a", "logprob": 3.0}]},
+        {"content": [{"token": "token_id:5", "logprob": -0.1, "bytes": [300]}]},
+        {"tokens": ["a"], "token_logprobs": [None]},
+        {"tokens": ["a", "b"], "token_logprobs": [-0.1]},
+    ],
+)
+def test_untrusted_logprobs_never_fail_the_turn(logprobs: object) -> None:
+    gen = OpenAICompatibleGenerator("http://127.0.0.1:1/v1", "m")
+    data = {"choices": [{"message": {"content": "a b"}, "finish_reason": "stop", "logprobs": logprobs}]}
+    result = gen._parse_reply(data, SamplingParams(logprobs=True))
+    assert (result.text, result.logprobs, result.token_ids) == ("a b", None, None)
 
 
 async def test_structured_is_guided(generator: OpenAICompatibleGenerator, server: FakeOpenAIServer) -> None:

@@ -184,16 +184,54 @@ async def test_incompatible_settings_run_in_separate_batches(tiny_generator: Tra
     assert len(together[1].token_ids or []) == 7 and together[1].finish_reason == "length"
 
 
-async def test_seeded_sampling_is_reproducible_and_never_batched(
-    tiny_generator: TransformersGenerator, spy: _Spy
+async def test_seeded_sampling_is_reproducible_whatever_it_is_batched_with(
+    tiny_generator: TransformersGenerator, spy: _Spy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(tiny_generator, "batch_wait_s", 0.05)
     params = [SamplingParams(max_new_tokens=8, temperature=1.0, seed=seed) for seed in (1, 2, 3, 1)]
     first = await asyncio.gather(*(tiny_generator.continue_transcript(PROMPT, p) for p in params))
-    assert max(spy.batch_sizes) == 1
+    assert max(spy.batch_sizes) > 1, "seeded requests should share a generate call"
     second = [await tiny_generator.continue_transcript(PROMPT, p) for p in params]
-    assert [r.text for r in first] == [r.text for r in second]
-    assert first[0].text == first[3].text
-    assert len({r.text for r in first[:3]}) > 1
+    assert spy.batch_sizes[-4:] == [1, 1, 1, 1]
+    # Alone or batched with other prompts and seeds, a seed draws the same tokens.
+    mixed = await asyncio.gather(
+        *(
+            tiny_generator.continue_transcript(p, SamplingParams(max_new_tokens=8, temperature=1.0, seed=9))
+            for p in _PROMPTS
+        ),  # fmt: skip
+        tiny_generator.continue_transcript(PROMPT, params[1]),
+    )
+    assert [r.token_ids for r in first] == [r.token_ids for r in second]
+    assert mixed[-1].token_ids == first[1].token_ids
+    assert first[0].token_ids == first[3].token_ids
+    assert len({tuple(r.token_ids or ()) for r in first[:3]}) > 1
+
+
+async def test_seeded_sampling_draws_from_the_warped_softmax(tiny_generator: TransformersGenerator, spy: _Spy) -> None:
+    """The first token over 4,000 seeds against the distribution computed here from a forward pass: temperature
+    0.7, then the smallest set of most likely tokens whose mass reaches top-p 0.5 (transformers' rule), renormalised."""
+    import torch
+
+    temperature, top_p, n = 0.7, 0.5, 4000
+    prompt = tiny_generator.chat_format.render(PROMPT).token_ids
+    with torch.inference_mode():
+        probs = torch.softmax(tiny_generator.model(torch.tensor([prompt])).logits[0, -1].double() / temperature, -1)
+    ordered, kept, mass = probs.sort(descending=True), [], 0.0
+    for p, token in zip(ordered.values.tolist(), ordered.indices.tolist(), strict=True):
+        kept.append((token, p))
+        mass += p
+        if mass >= top_p:
+            break
+    expected = {token: p / mass for token, p in kept}
+    params = [SamplingParams(max_new_tokens=1, temperature=temperature, top_p=top_p, seed=s) for s in range(n)]
+    drawn = await asyncio.gather(*(tiny_generator.continue_transcript(PROMPT, p) for p in params))
+    counts: dict[int, int] = {}
+    for result in drawn:
+        token = (result.token_ids or [-1])[0]
+        counts[token] = counts.get(token, 0) + 1
+    assert set(counts) <= set(expected), "a token outside the top-p set was drawn"
+    distance = 0.5 * sum(abs(counts.get(t, 0) / n - p) for t, p in expected.items())
+    assert len(expected) > 1 and distance < 0.05, (expected, counts)
 
 
 async def test_generation_does_not_block_the_event_loop(tiny_generator: TransformersGenerator) -> None:
