@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from evigraph.corpora.documents import read_documents
+from evigraph.corpora.documents import read_documents, source_files
 from evigraph.corpora.entries import (
     CorpusEntry,
     SentenceSplitter,
@@ -70,9 +70,10 @@ class Manifest(BaseModel):
 
 
 def source_hash(path: Path) -> str:
-    """SHA-256 over the input file, or over every ``.txt`` file's relative path and bytes in a folder."""
+    """SHA-256 over the input file, or over the relative path and bytes of every file a folder is read from
+    (its ``.txt`` files, or the ``.jsonl``/``.json`` files of a ``JsonCollection``)."""
     digest = hashlib.sha256()
-    files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
+    files = source_files(path) if path.is_dir() else [path]
     for file in files:
         if path.is_dir():
             digest.update(file.relative_to(path).as_posix().encode() + b"\0")

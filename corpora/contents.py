@@ -3,6 +3,9 @@
 A corpus directory (:mod:`corpora.build`) keeps every entry in ``collection/docs.jsonl``, written document by
 document, so one pass in order tells the documents apart without holding them all: a new ``doc_id`` starts a
 new document. Only the first ``limit`` documents are kept in full; the totals cover the whole corpus.
+
+A directory without a collection that holds a Lucene index (one built by Pyserini's own CLI) is listed from the
+index's stored fields instead (:mod:`corpora.index_contents`); that starts the JVM.
 """
 
 from __future__ import annotations
@@ -10,62 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel
-
+from evigraph.corpora.summaries import CorpusContents, DocumentSummary, document_id, preview
 from evigraph.errors import ConfigError, InputDataError
 
 __all__ = ("CorpusContents", "DocumentSummary", "corpus_contents")
-
-PREVIEW_CHARS = 80
-"""How much of a document's first entry a listing shows."""
-
-_SENTENCE_SUFFIX = "_sentence_"
-
-
-class DocumentSummary(BaseModel):
-    """One document of a built corpus."""
-
-    id: str
-    title: str | None = None
-    entries: int
-    """Retrieval entries made from the document (one, or one per group of ``group_sentences`` sentences)."""
-    characters: int
-    """Characters of text over its entries."""
-    first_entry: str
-    """The id an agent cites for the document's opening (``<id>_sentence_0`` when sentences are grouped)."""
-    preview: str
-    """The start of its first entry, whitespace collapsed, cut at :data:`PREVIEW_CHARS` characters (then ending
-    in ``…``)."""
-
-
-class CorpusContents(BaseModel):
-    """A corpus's totals and its first documents."""
-
-    name: str
-    path: str
-    documents: int
-    entries: int
-    characters: int
-    group_sentences: int | None = None
-    """Sentences per entry (``None``: one entry per document)."""
-    empty_documents: list[str] = []
-    """Source documents with no text, left out when the corpus was built."""
-    shown: list[DocumentSummary]
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
-
-
-def _document_id(record: dict[str, object]) -> str:
-    """The entry's document: its ``doc_id``, or, in builds that stored none, the id before ``_sentence_k``."""
-    doc_id = record.get("doc_id")
-    if isinstance(doc_id, str) and doc_id:
-        return doc_id
-    entry_id = str(record["id"])
-    stem, sep, index = entry_id.rpartition(_SENTENCE_SUFFIX)
-    return stem if sep and index.isdigit() else entry_id
 
 
 def _manifest(directory: Path) -> dict[str, object]:
@@ -82,17 +33,25 @@ def _manifest(directory: Path) -> dict[str, object]:
 def corpus_contents(directory: str | Path, *, name: str, limit: int | None = None) -> CorpusContents:
     """The documents of the corpus built in ``directory`` (the first ``limit`` in full; ``None``: all).
 
+    A directory with no collection but a Lucene index (``directory`` itself or ``directory/index``) is listed
+    from the index (:func:`corpora.index_contents.index_contents`).
+
     Raises:
-        ConfigError: ``directory`` holds no collection (not a corpus built by ``evigraph corpus build``).
+        ConfigError: ``directory`` holds neither a collection nor a Lucene index, or the index cannot be read.
         InputDataError: a collection line that is not an entry (``file:line``).
     """
     directory = Path(directory)
     collection = directory / "collection" / "docs.jsonl"
     if not collection.is_file():
-        raise ConfigError(
-            f"{directory} has no collection/docs.jsonl: only a corpus directory built by `evigraph corpus build` "
-            "(or a bundled corpus) can be listed, not a bare Lucene index"
-        )
+        from evigraph.corpora.index_contents import index_contents, lucene_index_dir
+
+        index_dir = lucene_index_dir(directory)
+        if index_dir is None:
+            raise ConfigError(
+                f"{directory} is neither a corpus directory (it has no collection/docs.jsonl, which "
+                "`evigraph corpus build` writes) nor a Lucene index (it has no segments_N file)"
+            )
+        return index_contents(index_dir, name=name, limit=limit)
     shown: list[DocumentSummary] = []
     documents = entries = characters = 0
     current: str | None = None
@@ -108,7 +67,7 @@ def corpus_contents(directory: str | Path, *, name: str, limit: int | None = Non
                 raise InputDataError(str(collection), number, f"not a corpus entry ({error})") from None
             entries += 1
             characters += len(text)
-            doc_id = _document_id(record)
+            doc_id = document_id(record, entry_id)
             if doc_id != current:  # entries are written document by document
                 current = doc_id
                 documents += 1
@@ -120,14 +79,14 @@ def corpus_contents(directory: str | Path, *, name: str, limit: int | None = Non
                         entries=0,
                         characters=0,
                         first_entry=entry_id,
-                        preview=_preview(text),
+                        preview=preview(text),
                     )
                     shown.append(summary)
                 else:
                     summary = None
             if summary is not None:
                 summary.entries += 1
-                summary.characters += len(text)
+                summary.characters = (summary.characters or 0) + len(text)
     manifest = _manifest(directory)
     params = manifest.get("params")
     group = params.get("group_sentences") if isinstance(params, dict) else None

@@ -1,11 +1,16 @@
-"""Reading source documents for a corpus: JSONL, TSV, or a folder of text files.
+"""Reading source documents for a corpus: JSONL, TSV, a folder of text files, or a Pyserini ``JsonCollection``.
 
 Accepted inputs, each line/file one document:
 
-- **JSONL**: an object with ``id`` and ``text`` or ``contents`` (``title`` optional).
+- **JSONL**: an object with ``id`` and ``text`` or ``contents`` (``title`` optional). A ``.json`` file may also
+  hold one JSON array of such objects, as Pyserini's ``JsonCollection`` allows.
 - **TSV**: ``id<TAB>text`` or ``id<TAB>title<TAB>text``; a first line ``id\\ttext`` / ``id\\ttitle\\ttext`` is
   taken as a header.
-- **Folder**: every ``*.txt`` file below it; the id is the path relative to the folder without the suffix.
+- **Folder of text files**: every ``*.txt`` file below it; the id is the path relative to the folder without
+  the suffix.
+- **Folder of JSON files** (a Pyserini ``JsonCollection``, the input of ``python -m pyserini.index.lucene
+  --collection JsonCollection``): every ``*.jsonl`` / ``*.json`` file below it, in path order, read as above.
+  A folder holding both kinds, or compressed files, is refused rather than half read.
 
 A bad record raises :class:`~evigraph.errors.InputDataError` naming ``file:line`` and the reason. Duplicate ids
 are an error (agents cite ids, so they must be unique); empty texts are kept out of the corpus and reported.
@@ -22,7 +27,9 @@ from pydantic import BaseModel, ConfigDict
 
 from evigraph.errors import ConfigError, InputDataError
 
-__all__ = ("SourceDocument", "read_documents")
+__all__ = ("SourceDocument", "read_documents", "source_files")
+
+_JSON_SUFFIXES = (".jsonl", ".json")
 
 
 class SourceDocument(BaseModel):
@@ -37,7 +44,36 @@ class SourceDocument(BaseModel):
     """``file:line`` (or the file path) the document came from, for error messages."""
 
 
-def _from_jsonl(path: Path) -> Iterator[SourceDocument]:
+def _is_json_array(path: Path) -> bool:
+    with path.open(encoding="utf-8") as handle:
+        while chunk := handle.read(4096):
+            if stripped := chunk.lstrip():
+                return stripped.startswith("[")
+    return False
+
+
+def _array_records(path: Path) -> Iterator[tuple[int, object]]:
+    """(line, element) of a file holding one JSON array; the line is where the element starts."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        elements = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputDataError(str(path), error.lineno, f"not valid JSON ({error.msg})") from None
+    # The file is valid JSON, so stepping over separators and decoding element by element finds each start.
+    decoder = json.JSONDecoder()
+    position, line = text.index("[") + 1, 1
+    for _ in elements:
+        start = position
+        while text[position] in " \t\r\n,":
+            position += 1
+        line += text.count("\n", start, position)
+        start = position
+        element, position = decoder.raw_decode(text, position)
+        yield line, element
+        line += text.count("\n", start, position)
+
+
+def _line_records(path: Path) -> Iterator[tuple[int, object]]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -46,18 +82,24 @@ def _from_jsonl(path: Path) -> Iterator[SourceDocument]:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise InputDataError(str(path), number, f"not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise InputDataError(str(path), number, "expected a JSON object")
-            doc_id = record.get("id")
-            if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or str(doc_id).strip() == "":
-                raise InputDataError(str(path), number, "field id: missing or not a string/integer")
-            text = record.get("text", record.get("contents"))
-            if not isinstance(text, str):
-                raise InputDataError(str(path), number, "field text (or contents): missing or not a string")
-            title = record.get("title")
-            if title is not None and not isinstance(title, str):
-                raise InputDataError(str(path), number, "field title: not a string")
-            yield SourceDocument(id=str(doc_id), text=text, title=title, origin=f"{path}:{number}")
+            yield number, record
+
+
+def _from_jsonl(path: Path) -> Iterator[SourceDocument]:
+    records = _array_records(path) if path.suffix == ".json" and _is_json_array(path) else _line_records(path)
+    for number, record in records:
+        if not isinstance(record, dict):
+            raise InputDataError(str(path), number, "expected a JSON object")
+        doc_id = record.get("id")
+        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or str(doc_id).strip() == "":
+            raise InputDataError(str(path), number, "field id: missing or not a string/integer")
+        text = record.get("text", record.get("contents"))
+        if not isinstance(text, str):
+            raise InputDataError(str(path), number, "field text (or contents): missing or not a string")
+        title = record.get("title")
+        if title is not None and not isinstance(title, str):
+            raise InputDataError(str(path), number, "field title: not a string")
+        yield SourceDocument(id=str(doc_id), text=text, title=title, origin=f"{path}:{number}")
 
 
 def _from_tsv(path: Path) -> Iterator[SourceDocument]:
@@ -78,8 +120,32 @@ def _from_tsv(path: Path) -> Iterator[SourceDocument]:
             yield SourceDocument(id=doc_id.strip(), text=text, title=title, origin=f"{path}:{number}")
 
 
+def source_files(path: Path) -> list[Path]:
+    """The files a folder input is read from, in reading order: its ``.txt`` files, or else its ``.jsonl`` /
+    ``.json`` files (a ``JsonCollection``).
+
+    Raises:
+        ConfigError: the folder holds both kinds, or compressed files (Pyserini reads ``.gz``; we do not).
+    """
+    texts = sorted(path.rglob("*.txt"))
+    jsons = sorted(file for suffix in _JSON_SUFFIXES for file in path.rglob(f"*{suffix}"))
+    if texts and jsons:
+        raise ConfigError(
+            f"input folder {path} holds both .txt files (e.g. {texts[0]}) and JSON files (e.g. {jsons[0]}); "
+            "a folder is either text files or a Pyserini JsonCollection"
+        )
+    if not texts and (compressed := sorted(path.rglob("*.gz"))):
+        raise ConfigError(f"input folder {path}: compressed files are not read ({compressed[0]}); decompress them")
+    return texts or jsons
+
+
 def _from_folder(path: Path) -> Iterator[SourceDocument]:
-    for file in sorted(path.rglob("*.txt")):
+    files = source_files(path)
+    if files and files[0].suffix in _JSON_SUFFIXES:
+        for file in files:
+            yield from _from_jsonl(file)
+        return
+    for file in files:
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:
@@ -89,7 +155,7 @@ def _from_folder(path: Path) -> Iterator[SourceDocument]:
 
 
 def read_documents(path: str | Path) -> Iterator[SourceDocument]:
-    """Yield the documents in ``path`` (JSONL, TSV or a folder of ``.txt`` files).
+    """Yield the documents in ``path`` (JSONL, TSV, a folder of ``.txt`` files or a ``JsonCollection`` folder).
 
     Raises:
         ConfigError: the path does not exist or has an unsupported suffix.
@@ -105,7 +171,10 @@ def read_documents(path: str | Path) -> Iterator[SourceDocument]:
     elif path.suffix in {".tsv", ".tab"}:
         documents = _from_tsv(path)
     else:
-        raise ConfigError(f"input {path}: unsupported format; accepted: .jsonl, .tsv, or a folder of .txt files")
+        raise ConfigError(
+            f"input {path}: unsupported format; accepted: .jsonl, .json, .tsv, or a folder of .txt files or of "
+            ".jsonl/.json files (a Pyserini JsonCollection)"
+        )
     seen: dict[str, str] = {}
     for document in documents:
         if document.id in seen:

@@ -77,6 +77,12 @@ class Verification(BaseModel):
     hint: str | None = None
     """For the person who set the verifier up, not for the host's model: the setting that would help, e.g. weak-model
     mode when a reply could not be parsed (:func:`evigraph.generators.guidance.guidance_hint`)."""
+    disagreement: str | None = None
+    """One line saying where the verdict contradicts the agent's own reasoning (SEVA: an Attributable label over
+    steps judged not supported; RLSeek: a flagged span that no reasoning step names); ``None`` when they agree or
+    the agent gives no reasoning to compare. It names steps, offsets and labels (RLSeek also quotes the flagged piece
+    of the checked response), never the model's prose. A verdict its own reasoning contradicts deserves less trust,
+    whether or not it passed."""
     detail: dict[str, Any] = {}
     """The agent's output model, dumped as JSON."""
 
@@ -99,6 +105,9 @@ class Verification(BaseModel):
         flagged = [s for s in self.steps if s.label not in (None, "no-gap")]
         if self.steps:
             parts.append(f"{len(flagged)} of {len(self.steps)} step(s) flagged")
+        if self.disagreement:
+            # Flagged, not quoted: the line may hold the checked text (a flagged span of the response).
+            parts.append("the verdict disagrees with its own reasoning")
         if self.error:
             parts.append(f"error: {self.error}")
         line = ", ".join(parts)

@@ -11,7 +11,8 @@ The bundled source is the demo corpus's Assateague Light entry; the bundled clai
 Expected output (embedded model, decoding under the verdict's JSON schema; one run: 90 s in all on 2 CPU cores
 shared with a background benchmark, model loading included). A 135M model fills the structure but not with
 sense: it aligns the whole claim with the wrong sentence, reasons "not supported" and still labels it
-Attributable::
+Attributable, with a stated confidence of 0 -- the line under the label says the verdict contradicts itself. Its
+explanations stop at the grammar's 60-character bound; they are shown cut at a whole word, ending in "…"::
 
     claim: Assateague Light was first lit in 1867 and is about 300 feet tall.
     alignment:
@@ -20,9 +21,12 @@ Attributable::
       ...
     reasoning:
       'Assateague Light was first lit in 1867' <- 'Assateague Light is a lighthouse on Assateague Island near
-      Chincoteague, Virginia.'  (in the source): not_supported -- The claim is not supported by the source's ...
+      Chincoteague, Virginia.'  (in the source): not_supported -- The claim is not supported by the source's
+      evidence, as the…
       ...
     label: Attributable (confidence 0.00)
+    the verdict disagrees with its own reasoning: labelled Attributable, but step 1 judges not_supported, step 2
+    judges not_supported and its stated confidence in that label is 0
     took 79.3 s
 """
 
@@ -34,7 +38,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evigraph.agents.seva.decoding import display_text
 from evigraph.agents.seva.schemas import NOT_ATTRIBUTABLE, SevaOutput
+from evigraph.agents.seva.verification import disagreement
 from evigraph.config import GeneratorConfig
 from evigraph.generators.base import Generator
 from evigraph.generators.factory import make_generator
@@ -78,8 +84,16 @@ def show(claim: str, output: SevaOutput) -> None:
     print("reasoning:")
     for i, item in _items(output.parsed, "reasoning_chain"):
         evidence = f"{item.get('claim_part')!r} <- {item.get('source_evidence')!r}"
-        print(f"  {evidence}{where('reasoning_chain', i)}: {item.get('judgment')} -- {item.get('explanation')}")
-    print(f"label: {output.label} (confidence {output.confidence:.2f})")
+        # A small model's explanation stops at its grammar's length bound: shown cut at a whole word, with "…".
+        explanation = item.get("explanation")
+        explanation = display_text(explanation) if isinstance(explanation, str) else explanation
+        print(f"  {evidence}{where('reasoning_chain', i)}: {item.get('judgment')} -- {explanation}")
+    # A reply that states no confidence shows none, rather than a 0.00 it never gave.
+    confidence = "" if output.confidence is None else f" (confidence {output.confidence:.2f})"
+    print(f"label: {output.label}{confidence}")
+    contradiction = disagreement(output)
+    if contradiction is not None:
+        print(contradiction)
     # An error type belongs to a Not Attributable verdict only.
     if output.label == NOT_ATTRIBUTABLE and output.error_type:
         print(f"error type: {output.error_type}")

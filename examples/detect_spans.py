@@ -1,7 +1,7 @@
 """Find the hallucinated spans of a response with RLSeek: the detector quotes the source verbatim before it judges
 each part of the response, then lists the spans the source does not back. Prints the response with the spans
-marked ``[[...]]``, each span's offsets and the steps that name it, and every step's quotes with where they occur
-in the source (or how much of them does).
+marked ``[[...]]``, each span's offsets and the steps that name it (and one line when a span is named in no step),
+and every step's quotes with where they occur in the source (or how much of them does).
 
     .venv/bin/python examples/detect_spans.py [--source FILE --response FILE] [--model smollm2]
 
@@ -10,11 +10,14 @@ wrong (1905 for 1895) and adds a paint scheme the source never mentions.
 
 Expected output (embedded model, decoding under a grammar of the step layout; one run: 39 s in all on 2 CPU
 cores shared with a background benchmark, model loading included). The model checks the right clause twice and
-quotes the right source sentence, but lists another clause (part of the invented paint scheme) -- a 135M model::
+quotes the right source sentence, but lists another clause (part of the invented paint scheme) that none of its
+steps discusses -- a 135M model; the line under the span says the verdict and its reasoning disagree::
 
     response: Cape Charles Light stands on Smith Island in Virginia. The current iron tower was completed in 1905
     [[and is painted black]] and white.
     span [100, 120) 'and is painted black' (named in no step)
+    the verdict disagrees with its own reasoning: it flags [100, 120) "and is painted black", which no reasoning
+    step names
     Step 1: Check "The current iron tower was completed in 1905"
         quote 'The current octagonal iron tower was completed in 1895.' (source [140, 195))
     Step 2: Check "The current iron tower was completed in 1905"
@@ -31,6 +34,7 @@ import time
 from pathlib import Path
 
 from evigraph.agents.rlseek.schemas import RLSeekOutput
+from evigraph.agents.rlseek.verification import disagreement
 from evigraph.config import GeneratorConfig
 from evigraph.generators.base import Generator
 from evigraph.generators.factory import make_generator
@@ -77,9 +81,12 @@ def show(response: str, output: RLSeekOutput) -> None:
     elif not output.spans and not output.unmatched:
         print("no hallucinated span found")
     for span in output.spans:
-        steps = sorted({output.quotes[q].step + 1 for q in span.quotes})
+        steps = [output.steps[i].index + 1 for i in span.steps or ()]
         named = f"named in step {', '.join(map(str, steps))}" if steps else "named in no step"
         print(f"span [{span.start}, {span.end}) {span.text!r} ({named})")
+    contradiction = disagreement(output, response)
+    if contradiction is not None:  # a span flagged without any step checking it: say so
+        print(contradiction)
     for text in output.unmatched:
         print(f"listed but not in the response: {text!r}")
     for step in output.steps:

@@ -12,13 +12,16 @@ given a chat model it would run as a plain text backend. Any registered verifier
 input mapping (docs/embedding.md).
 
 Expected output (embedded model as both the host's model and the verifier; one run: 84 s in all on 2 CPU
-cores shared with a background benchmark, model loading included). The answer is right and passes; the
-verdict's confidence of 0.00 is the 135M model's own number::
+cores shared with a background benchmark, model loading included). The answer is right and passes, but the
+135M verifier's verdict does not hold together -- its steps judge the claim not supported and it states a
+confidence of 0 -- and the line under it says so (``Verification.disagreement``)::
 
     Q: In which year was the first tower on Hog Island lit?
     retrieved: Hog Island Light_sentence_0, Cape Charles Light_sentence_0
     answer: 'The first lighthouse on Hog Island was lit in 1852.'
     seva: Attributable, confidence 0.00 -> passed
+      the verdict disagrees with its own reasoning: labelled Attributable, but step 1 judges not_supported, step 2
+      judges not_supported and its stated confidence in that label is 0
     final answer: 'The first lighthouse on Hog Island was lit in 1852.' (passed after 1 check)
     took 66.2 s
 
@@ -100,6 +103,8 @@ async def ask(agent: Any, question: str, search: SearchTool) -> dict[str, Any]:
                 outcome = "passed" if verdict.passed else f"failed; repair: {verdict.repair or verdict.error}"
                 confidence = f", confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
                 print(f"{verdict.agent}: {verdict.label}{confidence} -> {outcome}")
+                if verdict.disagreement is not None:  # a verdict its own reasoning contradicts: say so
+                    print(f"  {verdict.disagreement}")
     return state
 
 

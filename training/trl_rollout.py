@@ -59,8 +59,13 @@ class TrlSample(BaseModel):
     """In completion coordinates: mask position ``j`` and step spans index ``completion_ids[j]``."""
 
 
-def trl_sample(episode: Episode, *, group: int) -> TrlSample:
+def trl_sample(episode: Episode, *, group: int, end_id: int | None = None) -> TrlSample:
     """An episode as TRL's fields (see the module docstring).
+
+    TRL reads a completion whose last token is not an end-of-sequence id as cut off by its length cap: it logs it
+    as clipped and, with ``mask_truncated_completions``, drops it from the loss. A graph's run ends at a stop
+    string, not at EOS, so with ``end_id`` a run that was not truncated gets that id appended as an environment
+    token (no loss, advantage 0): TRL then tells finished runs from truncated ones by the episode's own flag.
 
     Example (a 2-token prompt, a policy turn with one step, an observation token, a policy turn):
         >>> from evigraph.training.episode import EpisodeStep
@@ -78,6 +83,9 @@ def trl_sample(episode: Episode, *, group: int) -> TrlSample:
     if first < 1:
         raise ConfigError(f"an episode of {len(tokens)} tokens has no prompt before its first policy token")
     steps = [step for step in episode.steps if step.span[1] > first]
+    logprobs = list(episode.logprobs)
+    if end_id is not None and not episode.truncated and tokens[-1] != end_id:
+        tokens, policy, logprobs = [*tokens, end_id], [*policy, 0], [*logprobs, 0.0]
     rollout = Rollout(
         group=group,
         outcome=episode.outcome,
@@ -89,7 +97,7 @@ def trl_sample(episode: Episode, *, group: int) -> TrlSample:
     return TrlSample(
         prompt_ids=tokens[:first],
         completion_ids=tokens[first:],
-        logprobs=list(episode.logprobs[first:]),
+        logprobs=logprobs[first:],
         env_mask=policy[first:],
         outcome=episode.outcome,
         logs=dict(episode.logs),
@@ -159,7 +167,8 @@ class GraphRollout:
             ) as model:
                 generator = self._policy(model, trainer)
                 finished = run_sync(lambda: episodes(generator))
-        self.last = [trl_sample(e, group=g) for e, g in zip(finished, groups, strict=True)]
+        end_ids = getattr(trainer, "eos_token_ids", None) or [trainer.processing_class.eos_token_id]
+        self.last = [trl_sample(e, group=g, end_id=end_ids[0]) for e, g in zip(finished, groups, strict=True)]
         return {
             "prompt_ids": [s.prompt_ids for s in self.last],
             "completion_ids": [s.completion_ids for s in self.last],

@@ -147,7 +147,9 @@ def _show(output: Any, record: Any) -> None:
     console.print(Panel(shown, title=title, title_align="left", border_style="red" if n_spans else "green"))
     for number, span in enumerate(output.spans, start=1):
         console.print(Text.assemble((f"{number}. [{span.start}, {span.end}) ", "bold"), quoted(span.text, "bold red")))
-        if not span.quotes:
+        if span.steps is not None and not span.steps:
+            console.print(Text("   named in no reasoning step", style="yellow"))
+        elif not span.quotes:
             console.print(Text("   no quote: no step that names this span quoted the source", style="yellow"))
         for index in span.quotes:
             quote = output.quotes[index]

@@ -146,8 +146,8 @@ def locate_spans(
 
     Strings are stripped (:func:`strip_span_string`) and deduplicated; each maps to its **first exact
     occurrence**, else its first case-insensitive one (``re.IGNORECASE`` on the response itself, so offsets
-    never shift), else it is unmatched. A span's supporting quotes are those of every step whose text names
-    the string (case-insensitively).
+    never shift), else it is unmatched. A span records the steps whose text names the string (case-insensitively)
+    and their quotes, its supporting quotes.
 
     Args:
         items: the final list (blank strings already dropped).
@@ -178,8 +178,9 @@ def locate_spans(
             unmatched.append(string)
             continue
         needle = string.casefold()
-        support = tuple(q for text, qs in zip(folded_steps, step_quotes, strict=False) if needle in text for q in qs)
-        spans.append(DetectedSpan(start=start, end=end, text=response[start:end], quotes=support))
+        named = tuple(i for i, text in enumerate(folded_steps) if needle in text)
+        support = tuple(q for i in named if i < len(step_quotes) for q in step_quotes[i])
+        spans.append(DetectedSpan(start=start, end=end, text=response[start:end], quotes=support, steps=named))
     return SpanMapping(tuple(spans), tuple(unmatched))
 
 

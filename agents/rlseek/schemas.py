@@ -168,6 +168,9 @@ class DetectedSpan(BaseModel):
     """``response[start:end]``."""
     quotes: tuple[int, ...] = ()
     """Indices into :attr:`RLSeekOutput.quotes`: the quotes of every step whose text names this span."""
+    steps: tuple[int, ...] | None = None
+    """Positions in :attr:`RLSeekOutput.steps` of the steps whose text names this span: empty when none does (the
+    final list flags what the reasoning never discussed); ``None`` in outputs written before it was recorded."""
 
 
 class RLSeekOutput(BaseModel):

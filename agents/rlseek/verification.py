@@ -7,7 +7,8 @@ the flagged pieces as half-open character spans ``[start, end)`` of the checked 
 own text there. ``evidence``: every step's quote from the source, with ``found`` (the quote is in the source,
 verbatim or up to whitespace and case). ``label`` and ``confidence`` are ``None``: the detector gives spans, not
 a label or a score. ``repair``: what to tell the host's model -- the flagged pieces of its own response,
-escaped and quoted, never the detector's words.
+escaped and quoted, never the detector's words. ``disagreement`` (:func:`disagreement`): one line when the final
+list flags a span that no reasoning step names.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 from evigraph.agents.rlseek.schemas import DetectedSpan, RLSeekOutput
 from evigraph.protocol.escaping import neutralize
 from evigraph.verification import CheckedSpan, CitedEvidence, Verification, failure_of
+from evigraph.wording import shorten
 
-__all__ = ("to_verification",)
+__all__ = ("disagreement", "to_verification")
 
 _NAMED = 5
 """Flagged pieces the repair instruction names (the rest are counted)."""
@@ -45,8 +47,28 @@ def to_verification(result: Mapping[str, Any]) -> Verification:
         spans=spans,
         repair=None if passed else _repair(output, spans),
         error=error,
+        disagreement=disagreement(output, response),
         detail=output.model_dump(mode="json"),
     )
+
+
+def disagreement(output: RLSeekOutput, response: str | None = None) -> str | None:
+    """One line when the final list flags spans that no reasoning step names (the steps judge the response part
+    by part, so such a span was flagged without being checked), else ``None``. Each span is named by its offsets
+    and its text in ``response`` (escaped and quoted, as in the repair); spans whose steps were not recorded
+    (outputs written before :attr:`~evigraph.agents.rlseek.schemas.DetectedSpan.steps`) are left out.
+
+    Example:
+        >>> span = DetectedSpan(start=4, end=9, text="spire", steps=())
+        >>> disagreement(RLSeekOutput(task="summary", spans=(span,), parse_ok=True))
+        'the verdict disagrees with its own reasoning: it flags [4, 9) "spire", which no reasoning step names'
+    """
+    unnamed = [s for s in output.spans if s.steps is not None and not s.steps]
+    if not unnamed:
+        return None
+    named = ", ".join(f"[{s.start}, {s.end}) {_quoted(_text_of(s, response))}" for s in unnamed[:_NAMED])
+    more = f" and {len(unnamed) - _NAMED} more" if len(unnamed) > _NAMED else ""
+    return f"the verdict disagrees with its own reasoning: it flags {named}{more}, which no reasoning step names"
 
 
 def _checked_response(trajectory: Any) -> str | None:
@@ -83,5 +105,4 @@ def _repair(output: RLSeekOutput, spans: list[CheckedSpan]) -> str:
 
 def _quoted(text: str) -> str:
     # The piece is the host's own response text: shortened, tags neutralised, and JSON-quoted so it reads as data.
-    short = text if len(text) <= _PIECE_CHARS else f"{text[: _PIECE_CHARS - 1]}…"
-    return json.dumps(neutralize(short), ensure_ascii=False)
+    return json.dumps(neutralize(shorten(text, _PIECE_CHARS)), ensure_ascii=False)

@@ -16,13 +16,36 @@ from typing import Any
 from evigraph.agents.seva.prompts import Shown
 from evigraph.agents.seva.schemas import ATTRIBUTABLE, ERROR_TYPES, JUDGMENTS, NOT_ATTRIBUTABLE
 from evigraph.protocol.guides import JSON_UNQUOTABLE, choice_schema, phrase_choices, sentence_choices, verbatim_choices
+from evigraph.wording import cut_short
 
-__all__ = ("EXPLANATION_CHARS", "FIX_CHARS", "claim_pieces", "source_pieces", "verdict_schema")
+__all__ = ("EXPLANATION_CHARS", "FIX_CHARS", "claim_pieces", "display_text", "source_pieces", "verdict_schema")
 
 EXPLANATION_CHARS = 60
 """Bound of a weak model's ``explanation`` (the rubric allows 100)."""
 FIX_CHARS = 60
 """Bound of a weak model's ``fix_suggestion`` (the rubric allows 100)."""
+_BOUNDS = frozenset({EXPLANATION_CHARS, FIX_CHARS, 100})
+"""Lengths at which a grammar stops a free string: ours, and the rubric's 100 that a server's structured output
+enforces from :class:`~evigraph.agents.seva.schemas.Verdict`."""
+_SENTENCE_END = (".", "!", "?", '."', ".'", ")")
+
+
+def display_text(text: str) -> str:
+    """A free string of the verdict (an explanation, a fix suggestion) as output shows it. A small model fills a
+    string to its grammar's bound, which stops it mid-sentence and often mid-word; a string exactly that long and
+    not ending a sentence is shown cut at a whole word with a final ``…`` (:func:`evigraph.wording.cut_short`), so
+    the cut is visible and no word is shown in pieces. Any other string is shown as written.
+
+    Example:
+        >>> display_text("The claim says 300 feet while the source gives about 142 fee")  # 60 characters
+        'The claim says 300 feet while the source gives about 142…'
+        >>> display_text("Same year as the source.")
+        'Same year as the source.'
+    """
+    stripped = text.rstrip()
+    if len(text) not in _BOUNDS or stripped.endswith(_SENTENCE_END):
+        return text
+    return cut_short(text)
 
 
 def claim_pieces(claim: str) -> list[str]:

@@ -45,6 +45,7 @@ def _cell(value: object) -> Text:
 def _show(output: object) -> None:
     """The verdict line (an error type and fix only with Not Attributable), the evidence alignments with where
     each quoted source span is, and the reasoning chain."""
+    from evigraph.agents.seva.decoding import display_text
     from evigraph.agents.seva.schemas import SevaOutput
 
     assert isinstance(output, SevaOutput)
@@ -53,13 +54,12 @@ def _show(output: object) -> None:
         console.print(Text(output.raw), soft_wrap=True)
         return
     colour = "green" if output.label == "Attributable" else "red"
-    verdict = Text.assemble(
-        (output.label or "no valid label", f"bold {colour}"), f" (confidence {output.confidence:.2f})"
-    )
+    # A reply that states no confidence shows none: 0.00 would read as a confidence the verdict never gave.
+    stated = "" if output.confidence is None else f" (confidence {output.confidence:.2f})"
+    verdict = Text.assemble((output.label or "no valid label", f"bold {colour}"), stated)
     if output.label == "Not Attributable" and output.error_type:  # an Attributable verdict has no error
-        verdict.append_text(
-            Text.assemble(" · error: ", (output.error_type, "bold"), f" · fix: {output.fix_suggestion or '-'}")
-        )
+        fix = display_text(output.fix_suggestion) if output.fix_suggestion else "-"
+        verdict.append_text(Text.assemble(" · error: ", (output.error_type, "bold"), f" · fix: {fix}"))
     console.print(verdict)
     parsed = output.parsed or {}
     found = {c.index: c for c in output.source_spans if c.field == "evidence_alignment"}
@@ -76,7 +76,9 @@ def _show(output: object) -> None:
     chain = table("claim part", "judgment", "explanation", title="reasoning")
     for step in parsed.get("reasoning_chain") or []:
         if isinstance(step, dict):
-            chain.add_row(_cell(step.get("claim_part")), _cell(step.get("judgment")), _cell(step.get("explanation")))
+            explanation = step.get("explanation")
+            shown = display_text(explanation) if isinstance(explanation, str) else explanation
+            chain.add_row(_cell(step.get("claim_part")), _cell(step.get("judgment")), _cell(shown))
     if chain.row_count:
         console.print(chain)
     missing = [c.text for c in output.source_spans if not c.found]

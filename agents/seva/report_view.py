@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evigraph.agents.seva.decoding import display_text
 from evigraph.agents.seva.schemas import SevaGold, SevaOutput
+from evigraph.agents.seva.verification import disagreement
 from evigraph.report.helpers import occurrences, record_view
 from evigraph.report.view import Block, Highlight, KeyValuesBlock, RecordView, TableBlock, TextBlock, Tone
 
@@ -27,6 +29,11 @@ def _items(parsed: Mapping[str, Any] | None, key: str) -> list[Mapping[str, Any]
 
 def _cells(item: Mapping[str, Any], *keys: str) -> tuple[str, ...]:
     return tuple(str(item.get(key) or "") for key in keys)
+
+
+def _stated(confidence: float | None) -> str:
+    # No number stated is shown as such, not as a 0.00 the verdict never gave.
+    return "n/a (the reply states none)" if confidence is None else f"{confidence:.2f}"
 
 
 def _claim_marks(claim: str, alignments: list[Mapping[str, Any]]) -> list[Highlight]:
@@ -62,7 +69,11 @@ def _tables(output: SevaOutput) -> list[Block]:
         for i, a in enumerate(alignments)
     ]
     steps = [
-        (*_cells(c, "claim_part", "source_evidence", "judgment", "explanation"), in_source("reasoning_chain", i))
+        (
+            *_cells(c, "claim_part", "source_evidence", "judgment"),
+            display_text(str(c.get("explanation") or "")),  # a grammar-cut explanation shown cut at a whole word
+            in_source("reasoning_chain", i),
+        )
         for i, c in enumerate(chain)
     ]
     return [
@@ -99,17 +110,22 @@ def report_view(line: Mapping[str, Any]) -> RecordView:
         blocks += _tables(output)
         facts = [
             ("label", output.label or "none"),
-            ("confidence", f"{output.confidence:.2f}"),
+            ("confidence", _stated(output.confidence)),
             ("error type", output.error_type or "none"),
-            ("fix suggestion", output.fix_suggestion or "none"),
+            ("fix suggestion", display_text(output.fix_suggestion) if output.fix_suggestion else "none"),
             ("format score", f"{output.format_score:.2f}"),
             ("parsed", "yes" if output.parse_ok else f"no: {output.parse_error}"),
             ("truncated", "yes" if output.truncated else "no"),
             ("repaired by a second turn", "yes" if output.repaired else "no"),
         ]
+        contradiction = disagreement(output)
+        if contradiction is not None:
+            facts.insert(1, ("disagreement", contradiction))
         blocks.append(KeyValuesBlock(title="verdict", items=tuple(facts)))
         blocks.append(TextBlock(title="reply", text=output.raw, mono=True, open=False))
-        verdict = f"{output.label or 'no label'} (confidence {output.confidence:.2f})"
+        verdict = output.label or "no label"
+        if output.confidence is not None:
+            verdict += f" (confidence {output.confidence:.2f})"
         if output.error_type:
             verdict += f" · {output.error_type}"
         facets = {"label": (output.label or "none",), "error type": (output.error_type or "none",)}

@@ -47,6 +47,7 @@ __all__ = (
     "label_score",
     "normalize_outcome",
     "process_reward",
+    "stated_confidence",
 )
 
 REQUIRED_FIELDS = ("evidence_alignment", "reasoning_chain", "label", "confidence")
@@ -129,10 +130,16 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def stated_confidence(reply: Mapping[str, Any]) -> float | None:
+    """The ``confidence`` the reply states when it is a number (or numeric string) in [0, 1], else ``None``."""
+    number = _number(reply.get("confidence"))
+    return number if number is not None and 0.0 <= number <= 1.0 else None
+
+
 def confidence_of(reply: Mapping[str, Any]) -> float:
     """γ: the ``confidence`` when it is a number (or numeric string) in [0, 1], else 0 (§3.7, O5)."""
-    number = _number(reply.get("confidence"))
-    return number if number is not None and 0.0 <= number <= 1.0 else 0.0
+    stated = stated_confidence(reply)
+    return 0.0 if stated is None else stated
 
 
 def format_score(value: object) -> float:

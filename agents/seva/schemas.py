@@ -136,7 +136,9 @@ class SevaOutput(BaseModel):
     """The reply's JSON object as written (rewards read it leniently)."""
     label: Label | None = None
     """``None``: missing or not in the alias table (counted as wrong)."""
-    confidence: float = 0.0
+    confidence: float | None = None
+    """The confidence the reply states; ``None`` when it states no number in [0, 1]. The confidence reward reads
+    the reply itself (0 then, §3.7): here a missing value stays missing, so no output shows an invented 0.00."""
     error_type: str | None = None
     fix_suggestion: str | None = None
     format_score: float = 0.0

@@ -9,7 +9,7 @@ from typing import Any
 
 from evigraph.agents.seva.labels import normalize_label
 from evigraph.agents.seva.parsing import parse_reply
-from evigraph.agents.seva.rewards import confidence_of, error_present, format_score
+from evigraph.agents.seva.rewards import error_present, format_score, stated_confidence
 from evigraph.agents.seva.schemas import SevaOutput, SourceSpanCheck
 from evigraph.protocol.escaping import EscapedText
 from evigraph.tools.quotes import find_quote
@@ -67,7 +67,7 @@ def read_verdict(
         parse_ok=True,
         parsed=reply,
         label=normalize_label(reply.get("label")),
-        confidence=confidence_of(reply),
+        confidence=stated_confidence(reply),
         error_type=str(reply["error_type"]).strip() if error_present(reply) else None,
         fix_suggestion=fix if isinstance(fix, str) and fix.strip() else None,
         format_score=format_score(reply),

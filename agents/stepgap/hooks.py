@@ -137,7 +137,7 @@ def _show(trace: Any, checks: Any) -> None:
             _step_text(step),
             Text(label, style=style),
             Text(check.repair),
-            f"{check.confidence:.2f}",
+            "n/a" if check.label is None else f"{check.confidence:.2f}",  # an unchecked step's 0.0 is a stand-in
         )
     console.print(steps)
     for check in checks.steps:

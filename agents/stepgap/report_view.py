@@ -32,7 +32,8 @@ def steps_table(output: StepGapOutput, gold: GoldRecord | None) -> TableBlock:
         label = check.label or f"unchecked: {check.error or 'no label'}"
         if check.tree_label is not None:
             label += f" (tree: {check.tree_label})"
-        confidence = f"{check.confidence:.2f}"
+        # An unchecked step's confidence is a stand-in 0.0, not a measurement.
+        confidence = "n/a" if check.label is None else f"{check.confidence:.2f}"
         row = [str(check.index + 1), check.kind, check.claim, label, confidence, check.repair, check.pipeline_path]
         row.append(check.quote or "")
         if gold_steps is not None:

@@ -24,15 +24,37 @@ BOpt = Annotated[float, typer.Option("--b", help="BM25 b.")]
 
 
 def _count_documents(path: Path) -> int | None:
-    if path.is_dir():
-        return sum(1 for _ in path.rglob("*.txt"))
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
+    """Documents in ``path`` for the progress bar (``None``: not known without parsing, e.g. a JSON array)."""
+    from evigraph.corpora.documents import source_files
+
+    if not path.is_dir():
+        files = [path]
+    else:
+        files = source_files(path)
+        if files and files[0].suffix == ".txt":
+            return len(files)
+    total = 0
+    for file in files:
+        with file.open("rb") as handle:
+            lines = (line for line in handle if line.strip())
+            first = next(lines, None)
+            if first is None:
+                continue
+            if file.suffix == ".json" and first.lstrip().startswith(b"["):
+                return None
+            total += 1 + sum(1 for _ in lines)
+    return total
 
 
 @corpus_app.command("build")
 def build(
-    source: Annotated[Path, typer.Argument(help="JSONL (id, text|contents, title?), TSV, or a folder of .txt files.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL (id, text|contents, title?), TSV, a folder of .txt files, or a folder of .jsonl/.json "
+            "files (a Pyserini JsonCollection, as given to `pyserini.index.lucene --input`)."
+        ),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", help="Corpus directory (default: the user cache, by --name).")
     ] = None,
@@ -107,7 +129,13 @@ def list_() -> None:
 
 @corpus_app.command("show")
 def show(
-    corpus: Annotated[str, typer.Argument(help="Corpus name (see `evigraph corpus list`) or corpus directory.")],
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="Corpus name (see `evigraph corpus list`), corpus directory, or a Lucene index directory "
+            "(e.g. one built by Pyserini's own CLI; listed from its stored fields)."
+        ),
+    ],
     limit: Annotated[int, typer.Option("--limit", min=0, help="Documents to list (0: all).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the listing as JSON.")] = False,
 ) -> None:
@@ -123,9 +151,11 @@ def show(
         grouping = f" ({contents.group_sentences} sentences per entry)"
     else:
         grouping = " (one per document)" if contents.entries == contents.documents else ""
+    characters = f", {contents.characters:,} characters" if contents.characters is not None else ""
+    origin = " (a Lucene index, listed from its stored fields)" if contents.kind == "index" else ""
     console.print(
         f"[bold]{escape(contents.name)}[/]: {contents.documents:,} documents, {contents.entries:,} entries"
-        f"{grouping}, {contents.characters:,} characters · {escape(contents.path)}",
+        f"{grouping}{characters} · {escape(contents.path)}{origin}",
         soft_wrap=True,
     )
     titled = any(document.title not in (None, document.id) for document in contents.shown)
@@ -140,10 +170,12 @@ def show(
             escape(document.id),
             *title,
             str(document.entries),
-            str(document.characters),
-            escape(document.preview),
+            "—" if document.characters is None else str(document.characters),
+            "—" if document.preview is None else escape(document.preview),
         )
     console.print(table)
+    if contents.note:
+        console.print(f"[yellow]{escape(contents.note)}[/]", soft_wrap=True)
     if len(contents.shown) < contents.documents:
         console.print(f"{len(contents.shown)} of {contents.documents:,} documents shown (--limit 0 lists all)")
     if contents.empty_documents:

@@ -221,7 +221,8 @@ class AgentRun:
     ) -> None:
         """An agent verb's one graph run over ``inputs`` (checked first, :meth:`inputs`) with the graph built
         over ``resources``: print the trajectory as JSON (``as_json``) or ``show(output)`` (``show_trajectory
-        (output, trajectory)`` where given), then the plumbing-model note (:meth:`note_plumbing`); exit 1 when
+        (output, trajectory)`` where given), then the verdict's disagreement with its own reasoning
+        (:meth:`note_disagreement`) and the plumbing-model note (:meth:`note_plumbing`); exit 1 when
         the run failed (the failure named on stderr) or ``ok(output)`` rejects what it concluded."""
         import asyncio
         import sys
@@ -240,6 +241,7 @@ class AgentRun:
             show_trajectory(output, trajectory)
         elif show is not None:
             show(output)
+        self.note_disagreement(result, as_json=as_json)
         self.note_plumbing(as_json=as_json)
         if trajectory.error is not None:
             err_console.print(f"[red]run failed in {trajectory.error.where}: {escape(trajectory.error.message)}[/]")
@@ -247,6 +249,18 @@ class AgentRun:
         self.note_guidance(output, as_json=as_json)
         if not ok(output):
             raise typer.Exit(1)
+
+    def note_disagreement(self, result: Mapping[str, Any], *, as_json: bool) -> None:
+        """Say in one line where the verdict contradicts the agent's own reasoning
+        (:attr:`~evigraph.verification.Verification.disagreement`, from the agent's ``verification`` mapping, so
+        this generic code never reads an agent's output itself): beside the output, or on stderr under JSON."""
+        from evigraph.cli.render import print_note
+
+        if self.agent is None or self.agent.verification is None:
+            return
+        verdict = self.agent.verification(result)
+        line = None if verdict.disagreement is None else f"note: {verdict.disagreement}"
+        print_note(line, as_json=as_json, console=out_console, err_console=err_console)
 
     def note_plumbing(self, *, as_json: bool) -> None:
         """Say in one line when the configured model is the embedded plumbing model

@@ -10,6 +10,7 @@ from typing import Any
 from evigraph.protocol.tags import TagProtocol
 from evigraph.report.view import Highlight, RecordView, Segment, SegmentsBlock, TextBlock, Tone
 from evigraph.trajectory import Segment as TranscriptSegment
+from evigraph.wording import shorten
 
 __all__ = (
     "compact",
@@ -40,9 +41,9 @@ def occurrences(text: str, needles: Iterable[str], *, tone: Tone, note: str | No
 
 
 def compact(value: Any, limit: int = 160) -> str:
-    """``value`` as one line of JSON (strings as they are), cut to ``limit`` characters."""
+    """``value`` as one line of JSON (strings as they are), shortened to ``limit`` characters at a word boundary."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def json_block(title: str, value: Any, *, open: bool = False) -> TextBlock:

@@ -123,3 +123,78 @@ def test_build_then_skip_then_rebuild(tmp_path: Path) -> None:
 
     hit = LuceneSearcher(str(out / "index")).search("first lit 1853", k=1)[0]
     assert hit.docid == "Hog Island Light_sentence_0"
+
+
+def _json_collection(tmp_path: Path) -> Path:
+    """A Pyserini ``JsonCollection`` folder: JSON lines, and a pretty-printed JSON array in a subfolder."""
+    folder = tmp_path / "collection"
+    (folder / "sub").mkdir(parents=True)
+    _write(folder / "a.jsonl", '{"id": "d1", "contents": "one", "title": "One"}\n\n{"id": 2, "contents": "two"}\n')
+    rows = [{"id": "d3", "contents": "three"}, {"id": "d4", "contents": "four"}]
+    _write(folder / "sub" / "b.json", json.dumps(rows, indent=2))
+    return folder
+
+
+def test_a_pyserini_json_collection_folder_is_read_as_is(tmp_path: Path) -> None:
+    documents = list(read_documents(_json_collection(tmp_path)))
+    assert [(d.id, d.title, d.text) for d in documents] == [
+        ("d1", "One", "one"),
+        ("2", None, "two"),
+        ("d3", None, "three"),
+        ("d4", None, "four"),
+    ]
+    # the origin of an array element is the line where the element starts
+    assert [d.origin.rsplit(":", 1)[1] for d in documents] == ["1", "3", "2", "6"]
+
+
+def test_a_bad_array_element_names_its_line(tmp_path: Path) -> None:
+    folder = _json_collection(tmp_path)
+    _write(folder / "sub" / "b.json", '[\n  {"id": "d3", "contents": "three"},\n  {"id": "d4"}\n]')
+    with pytest.raises(InputDataError, match=r"b\.json:3: field text \(or contents\)"):
+        list(read_documents(folder))
+    _write(folder / "sub" / "b.json", '[\n  {"id": "d3", "contents": "three"},\n  {"id": \n]')
+    with pytest.raises(InputDataError, match=r"b\.json:4: not valid JSON"):
+        list(read_documents(folder))
+
+
+def test_a_duplicate_id_across_collection_files(tmp_path: Path) -> None:
+    folder = _json_collection(tmp_path)
+    _write(folder / "c.jsonl", '{"id": "d1", "contents": "again"}\n')
+    with pytest.raises(InputDataError, match=r"duplicate id 'd1' \(first seen at .*a\.jsonl:1\)"):
+        list(read_documents(folder))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"), [("notes.txt", r"both \.txt files .* and JSON files"), ("c.jsonl.gz", "decompress them")]
+)
+def test_a_folder_that_would_be_half_read_is_refused(tmp_path: Path, extra: str, message: str) -> None:
+    folder = _json_collection(tmp_path)
+    _write(folder / extra, "x")
+    with pytest.raises(ConfigError, match=message):
+        list(read_documents(folder))
+
+
+def test_the_source_hash_covers_collection_files(tmp_path: Path) -> None:
+    from evigraph.corpora.build import source_hash
+
+    folder = _json_collection(tmp_path)
+    before = source_hash(folder)
+    _write(folder / "sub" / "b.json", json.dumps([{"id": "d3", "contents": "changed"}]))
+    assert source_hash(folder) != before
+    # a folder of text files hashes as it always did (relative path, NUL, bytes, per file), so no rebuild
+    texts = tmp_path / "texts"
+    (texts / "s").mkdir(parents=True)
+    _write(texts / "s" / "a.txt", "alpha")
+    _write(texts / "b.txt", "beta")
+    import hashlib
+
+    assert source_hash(texts) == hashlib.sha256(b"b.txt\0beta" + b"s/a.txt\0alpha").hexdigest()
+
+
+def test_progress_total_of_a_collection_folder(tmp_path: Path) -> None:
+    from evigraph.cli.corpus import _count_documents
+
+    folder = _json_collection(tmp_path)
+    assert _count_documents(folder) is None  # a JSON array is not counted without parsing it
+    (folder / "sub" / "b.json").unlink()
+    assert _count_documents(folder) == 2

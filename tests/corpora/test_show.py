@@ -66,6 +66,7 @@ def test_json_lists_ids_titles_and_counts(tmp_path: Path, capsys: pytest.Capture
     assert run(["corpus", "show", str(corpus), "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert (listing["documents"], listing["entries"], listing["group_sentences"]) == (3, 4, 2)
+    assert (listing["kind"], listing["text_field"], listing["note"]) == ("corpus", "collection", None)
     shown = {d["id"]: d for d in listing["shown"]}
     assert list(shown) == ["Alpha", "Beta", "[b]Gamma[/b]"]
     # three sentences in groups of two: entries at sentence 0 and 2
@@ -108,9 +109,23 @@ def test_unknown_name_exits_2_naming_the_known_corpora(tmp_path: Path, capsys: p
     assert "unknown corpus 'no-such-corpus'" in err and "demo" in err and "mine" in err
 
 
-def test_a_directory_without_a_collection_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["corpus", "show", str(tmp_path)]) == 2
-    assert "has no collection/docs.jsonl" in capsys.readouterr().err
+def test_a_directory_neither_corpus_nor_index_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No collection and no Lucene index: refused before any JVM starts, naming the path and what is missing."""
+    import evigraph.corpora.jvm
+
+    def no_jvm(**_: object) -> None:
+        raise AssertionError("the JVM must not start for a directory that holds no index")
+
+    monkeypatch.setattr(evigraph.corpora.jvm, "start_jvm", no_jvm)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("hello", encoding="utf-8")
+    assert run(["corpus", "show", str(tmp_path / "notes")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "notes") in "".join(err.split())  # the path, however the terminal wraps it
+    message = " ".join(err.split())
+    assert "has no collection/docs.jsonl" in message and "nor a Lucene index" in message and "segments_N" in message
 
 
 def test_a_broken_collection_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

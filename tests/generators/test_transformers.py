@@ -198,7 +198,7 @@ async def test_seeded_sampling_is_reproducible_whatever_it_is_batched_with(
         *(
             tiny_generator.continue_transcript(p, SamplingParams(max_new_tokens=8, temperature=1.0, seed=9))
             for p in _PROMPTS
-        ),  # fmt: skip
+        ),
         tiny_generator.continue_transcript(PROMPT, params[1]),
     )
     assert [r.token_ids for r in first] == [r.token_ids for r in second]

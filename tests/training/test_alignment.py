@@ -141,3 +141,18 @@ def test_each_completion_tokens_advantage_is_the_one_of_that_token(mode: str, mo
             assert float(table[row, j]) == pytest.approx(want, abs=1e-5), (mode, row, j, _labels(row)[j : j + 1])
         assert all(float(table[row, j]) == 0.0 for j in range(n) if sample.env_mask[j] == 0)  # environment: 0
         assert any(float(table[row, j]) != 0.0 for j in range(n) if sample.env_mask[j] == 1)
+
+
+def test_a_finished_run_ends_with_the_end_token_as_environment_and_a_truncated_one_does_not() -> None:
+    """TRL reads a completion without a final end-of-sequence id as cut off (``completions/clipped_ratio``, and
+    ``mask_truncated_completions`` drops it from the loss); a graph run ends at a stop string instead."""
+    finished = trl_sample(_episode(0), group=0, end_id=7)
+    assert finished.completion_ids == [103, 104, 105, 106, 107, 108, 109, 7]
+    assert finished.env_mask == [1, 1, 1, 0, 0, 1, 1, 0]
+    assert finished.logprobs == [-0.5, -0.5, -0.5, 0.0, 0.0, -0.5, -0.5, 0.0]
+    assert finished.rollout.action_mask == (1, 1, 1, 0, 0, 1, 1, 0)
+    assert [s[:2] for s in finished.rollout.steps] == [(0, 3), (5, 7)]  # the spans do not move
+    truncated = trl_sample(_episode(0).model_copy(update={"truncated": True}), group=0, end_id=7)
+    assert truncated.completion_ids == [103, 104, 105, 106, 107, 108, 109] and truncated.env_mask[-1] == 1
+    already = trl_sample(_episode(0), group=0, end_id=109)  # the run's last token is already the end id
+    assert already.completion_ids[-1] == 109 and len(already.completion_ids) == 7

@@ -375,3 +375,30 @@ def test_the_cli_exits_128_plus_the_signal_after_a_stopped_run(
             "--retriever-url", "http://127.0.0.1:1/retrieve"]  # fmt: skip
     done = CliRunner().invoke(app, argv)
     assert done.exit_code == code, done.output
+
+
+def test_the_same_run_twice_draws_the_same_samples_and_trains_the_same_weights(
+    policy: tuple[Any, Any], prompts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import copy
+
+    config = load_train_config("veri-r1", OVERRIDES)
+    drawn: list[list[tuple[int, ...]]] = []
+    original_call = trl_engine.GraphRollout.__call__
+
+    def record(rollout: Any, batch: list[Any], trainer: Any) -> Any:
+        output = original_call(rollout, batch, trainer)
+        drawn.append([tuple(s.completion_ids) for s in rollout.last])
+        return output
+
+    monkeypatch.setattr(trl_engine.GraphRollout, "__call__", record)
+    weights = []
+    for run in ("a", "b"):
+        model = copy.deepcopy(policy[0])
+        trl_engine.train_stage(
+            config, _executor(config), prompts=prompts, model=(model, policy[1]), out=tmp_path / run, max_steps=2
+        )
+        weights.append({name: p.detach().clone() for name, p in model.named_parameters()})
+    assert len(drawn) == 4 and drawn[:2] == drawn[2:]
+    assert len(set(drawn[0])) > 1, "the samples of a group drew the same tokens"
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])

@@ -153,3 +153,20 @@ def test_verbs_and_agent_commands_show_their_own_usage_line() -> None:
                         (["prepare", "rlseek", "--help"], "Usage: evigraph prepare rlseek [OPTIONS]")):  # fmt: skip
         done = run_cli(*args)
         assert done.returncode == 0 and usage in done.stdout, done.stdout[:300]
+
+
+def test_detect_says_in_one_line_when_it_flags_a_span_no_step_names(tmp_path: Path) -> None:
+    # Step 1 checks the year; "330 metres tall" ([20, 35) of T) is listed though no step discusses it.
+    reply = (
+        '## Step 1: Check "completed in 1899"\n- Evidence: <quote>completed in 1889</quote>\n- Evaluation: 1889.\n'
+        '## Final Output\n```json\n{"hallucination list": ["1899", "330 metres tall"]}\n```'
+    )
+    model = scripted_model(tmp_path / "r.json", [reply])
+    done = run_cli("detect", "--source", D, "--response", T, "--model", model)
+    assert done.returncode == 0, done.stderr
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert "2. [20, 35) “330 metres tall”" in lines and "named in no reasoning step" in lines
+    assert (
+        'note: the verdict disagrees with its own reasoning: it flags [20, 35) "330 metres tall", which no reasoning '
+        "step names"
+    ) in lines

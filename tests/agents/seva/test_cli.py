@@ -144,3 +144,46 @@ def test_evolve_writes_every_stage_and_resumes_without_the_model(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["rounds"][1]["profile"] == profile
     assert json.loads(done.stdout)["rounds"][0]["entity_finder"] is None  # the probes were read back
+
+
+def test_attribute_prints_no_confidence_a_reply_never_stated(tmp_path: Path) -> None:
+    # No "confidence" key: the verdict states none, so the output shows none (not an invented 0.00).
+    reply = json.dumps({key: value for key, value in VERDICT.items() if key != "confidence"})
+    model = scripted_model(tmp_path / "r.json", [reply])
+    done = run_cli("attribute", "--claim", CLAIM, "--source", SOURCE, "--model", model)
+    assert done.returncode == 0, done.stderr
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert lines[0] == "Attributable"
+    assert "0.00" not in done.stdout and "confidence" not in done.stdout
+
+
+def test_attribute_says_when_the_label_contradicts_its_reasoning_and_shows_no_word_in_pieces(tmp_path: Path) -> None:
+    # What the embedded model wrote under its grammar: Attributable over two not_supported steps, confidence 0,
+    # and explanations stopped at the 60-character bound in the middle of a word ("fee" of "feet").
+    cut = "The claim says 300 feet while the source gives about 142 fee"
+    reply = json.dumps({
+        **VERDICT,
+        "reasoning_chain": [
+            {"claim_part": "opened in 1932", "source_evidence": "opened to traffic in March 1932",
+             "judgment": "not_supported", "explanation": cut},
+            {"claim_part": "The bridge", "source_evidence": "", "judgment": "not_supported",
+             "explanation": "Nothing in the source names it."},
+        ],
+        "confidence": 0.0,
+    })  # fmt: skip
+    model = scripted_model(tmp_path / "r.json", [reply, reply])
+    done = run_cli("attribute", "--claim", CLAIM, "--source", SOURCE, "--model", model)
+    assert done.returncode == 0, done.stderr
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert lines[0] == "Attributable (confidence 0.00)"  # stated by the model, so shown -- and called out below
+    note = (
+        "note: the verdict disagrees with its own reasoning: labelled Attributable, but step 1 judges not_supported, "
+        "step 2 judges not_supported and its stated confidence in that label is 0"
+    )
+    assert note in lines
+    assert "opened in 1932 not_supported The claim says 300 feet while the source gives about 142…" in lines
+    assert "142 fee" not in done.stdout
+    # Under --json the trajectory alone is on stdout; the line goes to stderr.
+    done = run_cli("attribute", "--claim", CLAIM, "--source", SOURCE, "--model", model, "--json")
+    assert json.loads(done.stdout)["output"]["label"] == "Attributable"
+    assert note in " ".join(done.stderr.split())
