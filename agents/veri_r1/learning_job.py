@@ -62,6 +62,7 @@ def compare(
     from a copy of the same warm start with a held-out curve every ``eval_every`` steps, and the score after. With
     ``require_probe`` a warm start whose label ignores what it read is not trained (``probe_ok`` false)."""
     import copy
+    import shutil
     import time
 
     warm, done = warm_started(prepared, seed=seed)
@@ -82,6 +83,9 @@ def compare(
     if not result["probe_ok"] and require_probe:
         return result
     for mode in modes:
+        # A fresh folder: train_stage resumes from a checkpoint it finds there, which would be another warm
+        # start's run (met: an earlier benchmark's checkpoint-30 was "resumed" and reported as this seed's result).
+        shutil.rmtree(out / mode, ignore_errors=True)
         model = copy.deepcopy(warm)
         curve: list[tuple[int, float]] = [(0, before.accuracy)]
 

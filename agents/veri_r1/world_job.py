@@ -448,8 +448,8 @@ SMALL = WorldRun(
     warm_steps=400,
     warm_lr=3e-3,
 )
-"""The learning test's world (``tests/training/test_learning.py``): the same shape, smaller, a warm start without
-the final-turn phase (its label on what it read is a guess) and the second hop weighted 0.45, so that GRPO has
-to find that answering, or searching again, pays more than NOT ENOUGH INFO."""
+"""The learning test's world (``tests/training/test_learning.py``): the same shape, smaller, and a warm start without
+the final-turn phase (400 whole-run steps, about 30 s): it knows the protocol but samples sloppily (held-out reward
+0.64 at temperature 1 against 1.03 greedily), which is what 15 GRPO steps can measurably improve."""
 SMALL_POLICY = PolicySize(hidden=64, layers=2, heads=4, intermediate=192)
 """The learning test's policy: half the benchmark's width, two layers (0.1M parameters)."""
