@@ -552,7 +552,9 @@ class TransformersGenerator(BaseGenerator):
                 _GuideProcessor({row: self._enforcer(g) for row, g in guides.items()}, width, self.eos_ids)
             )
         if seeded:
-            processors += _seeded_sampling(params, [(r.params.seed, len(r.input_ids)) for r in batch], width)
+            # The batch key puts only seeded requests together here.
+            rows = [(r.params.seed or 0, len(r.input_ids)) for r in batch]
+            processors += _seeded_sampling(params, rows, width)
         if processors:
             kwargs["logits_processor"] = LogitsProcessorList(processors)
 
@@ -616,7 +618,7 @@ class TransformersGenerator(BaseGenerator):
         return TokenEnforcer(self._enforcer_data, parser)
 
 
-def _seeded_sampling(params: SamplingParams, rows: list[tuple[int | None, int]], width: int) -> list[Any]:
+def _seeded_sampling(params: SamplingParams, rows: list[tuple[int, int]], width: int) -> list[Any]:
     """Logits processors that make greedy decoding draw a sample: transformers' own temperature and top-p warpers,
     then :class:`_RowNoise` (``rows``: each row's seed and prompt length)."""
     from transformers import TemperatureLogitsWarper, TopPLogitsWarper
@@ -635,7 +637,7 @@ class _RowNoise:
     global stream, so a row's tokens depend on the batch it landed in: concurrent rollouts were not
     reproducible.)"""
 
-    def __init__(self, rows: list[tuple[int | None, int]], width: int) -> None:
+    def __init__(self, rows: list[tuple[int, int]], width: int) -> None:
         self.rows = rows
         self.width = width
 
@@ -645,7 +647,7 @@ class _RowNoise:
         generated = input_ids.shape[1] - self.width
         noise = torch.empty(scores.shape, dtype=torch.float32)
         for row, (seed, prompt_length) in enumerate(self.rows):
-            stream = torch.Generator().manual_seed(_mix(seed or 0, prompt_length + generated))
+            stream = torch.Generator().manual_seed(_mix(seed, prompt_length + generated))
             noise[row] = torch.rand(scores.shape[-1], generator=stream, dtype=torch.float32)
         gumbel = -torch.log(-torch.log(noise.clamp(min=1e-20, max=1 - 1e-7)))
         return scores + gumbel.to(scores.device, scores.dtype)
