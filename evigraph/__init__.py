@@ -9,7 +9,7 @@ repository's top-level folders of the same names (see setup.py).
 from __future__ import annotations
 
 import logging
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from evigraph.errors import (
     ConfigError,
@@ -21,13 +21,22 @@ from evigraph.errors import (
     ToolError,
 )
 from evigraph.trajectory import Evidence, RewardComponent, Segment, Step, Timing, Trajectory, TrajectoryError
-
-try:
-    __version__ = version("evigraph")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from evigraph.version import __version__
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+
+def agent(name: str, *, model: Any = None, search: Any = None, nli: Any = None, **config: Any) -> Any:
+    """The compiled LangGraph graph of the registered agent ``name``, built from a model spec string, an evigraph
+    generator or a LangChain chat model (see :func:`evigraph.embed.agent.agent`)::
+
+        graph = evigraph.agent("veri-r1", model="openai:smollm2@http://127.0.0.1:8000/v1", max_searches=2)
+        result = graph.invoke({"claim": "The Eiffel Tower is in Paris."})
+    """
+    from evigraph.embed.agent import agent as build
+
+    return build(name, model=model, search=search, nli=nli, **config)
+
 
 __all__ = (
     "ConfigError",
@@ -45,4 +54,5 @@ __all__ = (
     "Trajectory",
     "TrajectoryError",
     "__version__",
+    "agent",
 )

@@ -40,7 +40,8 @@ def agent_of(name: str) -> str | None:
 
 
 def floor(name: str) -> str:
-    """``core``, ``tools``, ``kit``, ``agent``, ``graph``, ``job``, ``generic`` (CLI and trainer)."""
+    """``core``, ``tools``, ``kit``, ``agent``, ``graph``, ``job``, ``generic`` (CLI, trainer, embedding, serving),
+    ``face`` (the package root: ``evigraph.agent`` reaches the embedding floor lazily, like any generic code)."""
     parts = name.split(".")
     if agent_of(name) and parts[1] == "agents":
         last = parts[-1]
@@ -51,8 +52,10 @@ def floor(name: str) -> str:
         return "kit"
     if parts[1:2] in (["tools"], ["corpora"]):
         return "tools"
-    if parts[1:2] in (["cli"], ["training"], ["embed"], ["__main__"]):
+    if parts[1:2] in (["cli"], ["training"], ["embed"], ["serving"], ["__main__"]):
         return "generic"
+    if name == "evigraph":
+        return "face"
     return "core"
 
 
@@ -64,6 +67,7 @@ ALLOWED = {
     "graph": {"core", "tools", "kit", "agent", "graph"},
     "generic": {"core", "tools", "kit", "generic"},
     "job": {"core", "tools", "kit", "agent", "graph", "generic", "job"},
+    "face": {"core", "tools", "kit", "generic"},
 }
 """What each floor may import (lazy imports included). Generic code reaches agents only through the registry."""
 

@@ -20,7 +20,6 @@ import hashlib
 import json
 from typing import Any
 
-from evigraph import __version__
 from evigraph.agents.stepgap.annotation import annotated
 from evigraph.agents.stepgap.schemas import StepGapConfig, Trace, TraceCheck
 from evigraph.generators.base import Generator
@@ -28,6 +27,7 @@ from evigraph.graphs.context import RunContext
 from evigraph.graphs.stepgap_checker import build_checker_graph
 from evigraph.tools.nli import CoalescingNLI
 from evigraph.trajectory import Trajectory
+from evigraph.version import __version__
 
 __all__ = ("StepGapChecker", "annotated", "trace_key")
 

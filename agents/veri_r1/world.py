@@ -30,11 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evigraph import __version__
 from evigraph.agents.stepgap.annotation import annotated
 from evigraph.agents.stepgap.schemas import StepCheck, Trace, TraceCheck, TraceStep
 from evigraph.corpora.world import Claim, World, claim_path
 from evigraph.trajectory import Trajectory
+from evigraph.version import __version__
 
 __all__ = ("WorldChecker", "demonstration", "world_checker")
 

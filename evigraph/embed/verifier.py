@@ -15,76 +15,19 @@ on a backend that could have guided it gets ``Verification.hint`` naming the set
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ValidationError
-
+from evigraph.embed.agent import agent_config, compile_graph, resolve_model
 from evigraph.embed.loop import run_sync
 from evigraph.embed.saver import sync_host_config
-from evigraph.errors import ConfigError, GeneratorError
+from evigraph.errors import GeneratorError
 from evigraph.verification import Verification
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-__all__ = ("Verifier", "resolve_model", "resolve_search")
-
-
-def resolve_model(model: Any) -> Any:
-    """The generator a host names: ``None`` (the configured default, ``smollm2`` unless set), a generator spec
-    string, an evigraph generator, or a LangChain ``BaseChatModel``.
-
-    Raises:
-        ConfigError: anything else (the message names the type), or a bad spec.
-    """
-    from evigraph.generators.base import Generator
-
-    if isinstance(model, Generator):
-        return model
-    if model is None or isinstance(model, str):
-        from evigraph.config import load_settings
-        from evigraph.generators.factory import make_generator
-
-        overrides = {"generator.model": model} if model else {}
-        return make_generator(load_settings(overrides).generator)
-    from langchain_core.language_models import BaseChatModel
-
-    if isinstance(model, BaseChatModel):
-        from evigraph.generators.chat_model import ChatModelGenerator
-
-        return ChatModelGenerator(model)
-    raise ConfigError(
-        f"model must be a generator spec string, an evigraph Generator or a LangChain BaseChatModel, got "
-        f"{type(model).__name__}",
-        source="model",
-    )
-
-
-def resolve_search(search: Any) -> Any:
-    """The search tool a host names: ``None``, a corpus name or directory, a ``/retrieve`` URL, or a search tool
-    (anything with ``search`` and ``batch_search``)."""
-    if search is None or (hasattr(search, "search") and hasattr(search, "batch_search")):
-        return search
-    if isinstance(search, str):
-        from evigraph.tools.search import open_search
-
-        if search.startswith(("http://", "https://")):
-            return open_search(retriever_url=search)
-        return open_search(corpus=search)
-    raise ConfigError(
-        f"search must be a corpus name or directory, a /retrieve URL or a search tool, got {type(search).__name__}",
-        source="search",
-    )
-
-
-def _resolve_nli(nli: Any) -> Any:
-    if isinstance(nli, str):
-        from evigraph.tools.nli import make_nli
-
-        return make_nli(nli)
-    return nli
+__all__ = ("Verifier",)
 
 
 class Verifier:
@@ -92,8 +35,8 @@ class Verifier:
 
     Args:
         agent: a registered agent name (``veri-r1``, ``stepgap``, ``rlseek``, ``seva``, ``rag-zeval`` or a plug-in).
-        model: see :func:`resolve_model`.
-        search: see :func:`resolve_search` (agents that search).
+        model: see :func:`~evigraph.embed.agent.resolve_model`.
+        search: see :func:`~evigraph.embed.agent.resolve_search` (agents that search).
         nli: an NLI engine or a checkpoint directory (agents that use one; StepGap).
         pass_if: overrides the agent's own ``passed`` (``lambda v: v.label in ("SUPPORT", "NOT ENOUGH INFO")``).
         **config: fields of the agent's config (``max_new_tokens=256``, ``offline=True`` ...).
@@ -119,13 +62,9 @@ class Verifier:
         self.mapping: Callable[[Mapping[str, Any]], Verification] = loaded.require("verification")
         self.input_schema: type | None = loaded.verifier_input_schema or loaded.input_schema
         self.pass_if = pass_if
-        self.config = _agent_config(loaded.config, config, agent=self.name)
+        self.config = agent_config(loaded, config)
         self.generator = resolve_model(model)
-        builder = loaded.verifier_builder or loaded.require("graph_builder")
-        offered = {"search": lambda: resolve_search(search), "nli": lambda: _resolve_nli(nli)}
-        accepted = inspect.signature(builder).parameters
-        resources = {name: make() for name, make in offered.items() if name in accepted}
-        self.graph = builder(self.generator, config=self.config, **resources)
+        self.graph = compile_graph(loaded, self.generator, self.config, search=search, nli=nli, embedded=True)
 
     def inputs(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """``values`` checked against the verifier's input schema (required keys, no blank text).
@@ -172,15 +111,3 @@ class Verifier:
 
         synchronous = sync_host_config(cast("RunnableConfig | None", config))
         return run_sync(lambda: self.averify(values, config=synchronous))
-
-
-def _agent_config(model: type[BaseModel] | None, values: Mapping[str, Any], *, agent: str) -> BaseModel | None:
-    if model is None:
-        if values:
-            raise ConfigError(f"agent {agent!r} takes no config, got {', '.join(sorted(values))}")
-        return None
-    try:
-        return model.model_validate(dict(values))
-    except ValidationError as invalid:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in invalid.errors())
-        raise ConfigError(f"agent {agent!r} config: {problems}", source="config") from None
