@@ -42,6 +42,11 @@ __all__ = (
 )
 
 ENV_PREFIX = "EVIGRAPH_"
+ENV_NOT_SETTINGS = frozenset(
+    {"EVIGRAPH_CONFIG", "EVIGRAPH_API_KEY", "EVIGRAPH_SERVE_TOKEN", "EVIGRAPH_SEARCH", "EVIGRAPH_NLI"}
+)
+"""``EVIGRAPH_*`` variables that are not settings: the config file's path, secrets (read where they are used,
+never stored in settings) and the LangGraph server's search and NLI choices (``evigraph.serving.graphs``)."""
 ENV_ALIASES = {"EVIGRAPH_MODEL": "generator.model", "EVIGRAPH_CACHE_DIR": "cache_dir"}
 
 FILE, ENVIRONMENT, FLAGS = 0, 1, 2
@@ -157,7 +162,7 @@ def _flatten(prefix: str, data: Mapping[str, Any]) -> dict[str, Any]:
 def _env_layer(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     layer: dict[str, tuple[str, str]] = {}
     for name, value in env.items():
-        if not name.startswith(ENV_PREFIX) or name == "EVIGRAPH_CONFIG":
+        if not name.startswith(ENV_PREFIX) or name in ENV_NOT_SETTINGS:
             continue
         key = ENV_ALIASES.get(name) or name[len(ENV_PREFIX) :].lower().replace("__", ".")
         layer[key] = (value, name)

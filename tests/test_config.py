@@ -35,6 +35,20 @@ def test_config_file_is_found_through_the_environment(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "name", ["EVIGRAPH_API_KEY", "EVIGRAPH_SERVE_TOKEN", "EVIGRAPH_SEARCH", "EVIGRAPH_NLI", "EVIGRAPH_CONFIG_DIR"]
+)
+def test_only_settings_variables_are_read_as_settings(name: str) -> None:
+    """A shell exporting the API key (read by the OpenAI-compatible client) or the LangGraph server's search must
+    not break every command; an unknown ``EVIGRAPH_*`` name is still refused, naming the variable."""
+    env = {name: "x", "EVIGRAPH_MODEL": "hf:/env"}
+    if name == "EVIGRAPH_CONFIG_DIR":
+        with pytest.raises(ConfigError, match="EVIGRAPH_CONFIG_DIR"):
+            load_settings(env=env)
+    else:
+        assert load_settings(env=env).generator.model == "hf:/env"
+
+
+@pytest.mark.parametrize(
     ("overrides", "env", "file_text", "expected"),
     [
         ({"generator.temperature": -1}, {}, "", r"--generator\.temperature: generator\.temperature: Input should be"),
