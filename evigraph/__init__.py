@@ -26,16 +26,18 @@ from evigraph.version import __version__
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-def agent(name: str, *, model: Any = None, search: Any = None, nli: Any = None, **config: Any) -> Any:
+def agent(
+    name: str, *, model: Any = None, search: Any = None, nli: Any = None, judge: Any = None, **config: Any
+) -> Any:
     """The compiled LangGraph graph of the registered agent ``name``, built from a model spec string, an evigraph
     generator or a LangChain chat model (see :func:`evigraph.embed.agent.agent`)::
 
         graph = evigraph.agent("veri-r1", model="openai:smollm2@http://127.0.0.1:8000/v1", max_searches=2)
-        result = graph.invoke({"claim": "The Eiffel Tower is in Paris."})
+        result = asyncio.run(graph.ainvoke({"claim": "The Eiffel Tower is in Paris."}))  # its nodes are async
     """
     from evigraph.embed.agent import agent as build
 
-    return build(name, model=model, search=search, nli=nli, **config)
+    return build(name, model=model, search=search, nli=nli, judge=judge, **config)
 
 
 __all__ = (

@@ -71,6 +71,7 @@ BUILTIN_COMMANDS: frozenset[str] = frozenset(
         "train",
         "train-sft",
         "export-sft",
+        "serve",
         "help",
     }
 )

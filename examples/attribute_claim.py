@@ -38,13 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import evigraph
 from evigraph.agents.seva.decoding import display_text
 from evigraph.agents.seva.schemas import NOT_ATTRIBUTABLE, SevaOutput
 from evigraph.agents.seva.verification import disagreement
-from evigraph.config import GeneratorConfig
-from evigraph.generators.base import Generator
-from evigraph.generators.factory import make_generator
-from evigraph.graphs.seva import build_seva_graph
 
 SOURCE = (
     "Assateague Light is a lighthouse on Assateague Island near Chincoteague, Virginia. The present brick tower was "
@@ -52,12 +49,6 @@ SOURCE = (
     "about 142 feet tall. It is still an active aid to navigation."
 )
 CLAIM = "Assateague Light was first lit in 1867 and is about 300 feet tall."
-
-
-async def attribute(claim: str, source: str, generator: Generator) -> SevaOutput:
-    """One SEVA verdict (the embedded model decodes under the verdict's JSON schema, inference only)."""
-    result = await build_seva_graph(generator).ainvoke({"claim": claim, "source": source})
-    return result["output"]
 
 
 def _items(parsed: dict[str, Any] | None, key: str) -> list[tuple[int, dict[str, Any]]]:
@@ -106,9 +97,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="smollm2", help="Any evigraph model spec (default: the embedded one).")
     args = parser.parse_args(argv)
     source = args.source.read_text(encoding="utf-8") if args.source else SOURCE
-    generator = make_generator(GeneratorConfig(model=args.model))
+    # The embedded model decodes under the verdict's JSON schema (weak-model mode, inference only).
+    graph = evigraph.agent("seva", model=args.model)
     started = time.perf_counter()
-    output = asyncio.run(attribute(args.claim, source, generator))
+    output: SevaOutput = asyncio.run(graph.ainvoke({"claim": args.claim, "source": source}))["output"]
     show(args.claim, output)
     print(f"took {time.perf_counter() - started:.1f} s")
 

@@ -33,12 +33,9 @@ import asyncio
 import time
 from pathlib import Path
 
+import evigraph
 from evigraph.agents.rlseek.schemas import RLSeekOutput
 from evigraph.agents.rlseek.verification import disagreement
-from evigraph.config import GeneratorConfig
-from evigraph.generators.base import Generator
-from evigraph.generators.factory import make_generator
-from evigraph.graphs.rlseek import build_rlseek_graph
 
 SOURCE = (
     "Cape Charles Light stands on Smith Island at the mouth of the Chesapeake Bay in Virginia. The first "
@@ -49,13 +46,6 @@ RESPONSE = (
     "Cape Charles Light stands on Smith Island in Virginia. The current iron tower was completed in 1905 and is "
     "painted black and white."
 )
-
-
-async def detect(source: str, response: str, generator: Generator) -> RLSeekOutput:
-    """One detection over a summary of ``source`` (the embedded model runs with a grammar of the step layout)."""
-    graph = build_rlseek_graph(generator)
-    result = await graph.ainvoke({"task": "summary", "source": source, "response": response})
-    return result["output"]
 
 
 def marked(response: str, output: RLSeekOutput) -> str:
@@ -109,9 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     source = args.source.read_text(encoding="utf-8") if args.source else SOURCE
     response = args.response.read_text(encoding="utf-8") if args.response else RESPONSE
-    generator = make_generator(GeneratorConfig(model=args.model))
+    graph = evigraph.agent("rlseek", model=args.model)  # the embedded model runs with a grammar of the step layout
     started = time.perf_counter()
-    output = asyncio.run(detect(source, response, generator))
+    result = asyncio.run(graph.ainvoke({"task": "summary", "source": source, "response": response}))
+    output: RLSeekOutput = result["output"]
     show(response, output)
     print(f"took {time.perf_counter() - started:.1f} s")
 

@@ -21,10 +21,8 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
+import evigraph
 from evigraph.agents.veri_r1.schemas import VeriR1Output
-from evigraph.generators.base import Generator
-from evigraph.graphs.veri_r1 import build_veri_r1_graph
-from evigraph.tools.search import SearchTool
 from evigraph.trajectory import Trajectory
 
 
@@ -43,16 +41,17 @@ class Writer(TypedDict, total=False):
     verdict: str
 
 
-def shared_keys_host(generator: Generator, search: SearchTool) -> Any:
+def shared_keys_host(verifier: Any) -> Any:
+    """``verifier`` is the compiled Veri-R1 graph (``evigraph.agent("veri-r1", ...)``)."""
     graph = StateGraph(Shared)
-    graph.add_node("verify", build_veri_r1_graph(generator, search))
+    graph.add_node("verify", verifier)
     graph.add_edge(START, "verify")
     graph.add_edge("verify", END)
     return graph.compile(checkpointer=InMemorySaver())
 
 
-def wrapping_node_host(generator: Generator, search: SearchTool) -> Any:
-    verifier = build_veri_r1_graph(generator, search)
+def wrapping_node_host(verifier: Any) -> Any:
+    """``verifier`` as in :func:`shared_keys_host`."""
 
     async def check_draft(state: Writer) -> dict[str, str]:
         result = await verifier.ainvoke({"claim": state["draft"]})
@@ -66,17 +65,12 @@ def wrapping_node_host(generator: Generator, search: SearchTool) -> Any:
 
 
 async def main(claim: str) -> None:
-    from evigraph.config import GeneratorConfig
-    from evigraph.corpora.registry import resolve_corpus
-    from evigraph.generators.factory import make_generator
-    from evigraph.tools.search import BM25Search
-
-    generator = make_generator(GeneratorConfig(model="smollm2"))
-    search = BM25Search(resolve_corpus("demo"), name="demo")
+    # One compiled verifier (one model, one searcher) serves both hosts: a compiled graph keeps no run state.
+    verifier = evigraph.agent("veri-r1", model="smollm2", search="demo")
     config = {"configurable": {"thread_id": "example"}}
-    shared = await shared_keys_host(generator, search).ainvoke({"claim": claim}, config)
+    shared = await shared_keys_host(verifier).ainvoke({"claim": claim}, config)
     print("form 1:", shared["output"].label, shared["output"].evidence)
-    wrapped = await wrapping_node_host(generator, search).ainvoke({"draft": claim}, config)
+    wrapped = await wrapping_node_host(verifier).ainvoke({"draft": claim}, config)
     print("form 2:", wrapped["verdict"])
 
 

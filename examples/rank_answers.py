@@ -36,11 +36,8 @@ import itertools
 import time
 from fractions import Fraction
 
+import evigraph
 from evigraph.agents.rag_zeval.schemas import RagZevalOutput
-from evigraph.config import GeneratorConfig
-from evigraph.generators.base import Generator
-from evigraph.generators.factory import make_generator
-from evigraph.graphs.rag_zeval import build_rag_zeval_graph
 
 QUESTION = "When was the current Cape Charles Light tower completed, and how tall is it?"
 REFERENCE = (
@@ -53,13 +50,6 @@ ANSWERS = [
     "The current tower was completed in 1895, and it is about 120 feet tall.",
     "The tower was completed in 1828. It is made of brick.",
 ]
-
-
-async def rank(question: str, reference: str, answers: list[str], generator: Generator) -> RagZevalOutput:
-    """One evaluation of ``answers`` against ``reference`` (the retrieved passages: faithfulness)."""
-    graph = build_rag_zeval_graph(generator)
-    result = await graph.ainvoke({"question": question, "reference": reference, "candidates": answers})
-    return result["output"]
 
 
 def ranking_line(output: RagZevalOutput) -> str:
@@ -92,9 +82,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2", help="Any evigraph model spec (default: the embedded one).")
     args = parser.parse_args(argv)
-    generator = make_generator(GeneratorConfig(model=args.model))
+    graph = evigraph.agent("rag-zeval", model=args.model)
     started = time.perf_counter()
-    output = asyncio.run(rank(QUESTION, REFERENCE, ANSWERS, generator))
+    # The reference is the retrieved passages, so the answers are judged for faithfulness (the default kind).
+    result = asyncio.run(graph.ainvoke({"question": QUESTION, "reference": REFERENCE, "candidates": ANSWERS}))
+    output: RagZevalOutput = result["output"]
     show(QUESTION, output)
     print(f"took {time.perf_counter() - started:.1f} s")
 

@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import evigraph
 from evigraph.agents.rlseek.data import RLSeekRecord, records_from
 from evigraph.agents.rlseek.evaluation import EVALUATION
 from evigraph.agents.rlseek.parsing import FINAL_KEY
@@ -26,7 +27,6 @@ from evigraph.evaluation.pipeline import evaluate
 from evigraph.evaluation.records import subset
 from evigraph.generators.factory import make_generator
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.rlseek import build_rlseek_graph
 from evigraph.trajectory import Segment
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -83,7 +83,7 @@ def main() -> None:
         generator = oracle_generator(records)
     else:
         generator = make_generator(GeneratorConfig(model=args.model) if args.model else GeneratorConfig())
-    graph = build_rlseek_graph(generator)
+    graph = evigraph.agent("rlseek", model=generator)  # the generator object: the report names it
     out = args.out or Path(tempfile.mkdtemp(prefix="rlseek-eval-"))
     started = time.perf_counter()
     report = evaluate(

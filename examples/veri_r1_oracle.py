@@ -14,12 +14,12 @@ import asyncio
 import sys
 from pathlib import Path
 
+import evigraph
 from evigraph.agents.veri_r1.data import ClaimRecord, claim_record_from_mapping
 from evigraph.agents.veri_r1.evaluation import PredictionRecord, run_claim, score_predictions
 from evigraph.agents.veri_r1.gold import GoldRecord, gold_evidence
 from evigraph.evaluation.records import load_records
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.veri_r1 import build_offline_graph
 from evigraph.trajectory import Evidence
 
 DATASETS = ("fever", "feverous", "exfever", "hover", "scifact")
@@ -45,7 +45,7 @@ async def run_oracle(claims: list[ClaimRecord]) -> list[PredictionRecord]:
         record_id = transcript[0].text.rsplit("Record: ", 1)[1].split("\n", 1)[0]
         return oracle_reply(by_claim[record_id].gold)
 
-    graph = build_offline_graph(ScriptedGenerator(reply))
+    graph = evigraph.agent("veri-r1", model=ScriptedGenerator(reply), offline=True)
     predictions = []
     for claim in claims:
         # The claim text carries the record id so the scripted oracle can look the answer up.

@@ -37,21 +37,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from evigraph.config import GeneratorConfig
-from evigraph.corpora.registry import resolve_corpus
-from evigraph.generators.base import Generator
-from evigraph.generators.factory import make_generator
-from evigraph.graphs.veri_r1 import build_veri_r1_graph
-from evigraph.tools.search import BM25Search, SearchTool
+import evigraph
 
 CLAIM = "Hog Island Light was first lit in 1853."
-
-
-async def verify(claim: str, generator: Generator, search: SearchTool) -> dict[str, Any]:
-    """One Veri-R1 run: the graph's result (``output`` and ``trajectory``)."""
-    # The embedded 135M-parameter model runs in weak-model mode by default: a grammar built from the claim keeps
-    # it inside the protocol and on the claim (inference only).
-    return await build_veri_r1_graph(generator, search).ainvoke({"claim": claim})
 
 
 def show(result: dict[str, Any]) -> None:
@@ -69,9 +57,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="smollm2", help="Any evigraph model spec (default: the embedded one).")
     parser.add_argument("--corpus", default="demo", help="A corpus name or directory (default: the demo corpus).")
     args = parser.parse_args(argv)
-    generator = make_generator(GeneratorConfig(model=args.model))
-    search = BM25Search(resolve_corpus(args.corpus), name=args.corpus)
-    show(asyncio.run(verify(args.claim, generator, search)))
+    # The embedded 135M-parameter model runs in weak-model mode by default: a grammar built from the claim keeps
+    # it inside the protocol and on the claim (inference only).
+    graph = evigraph.agent("veri-r1", model=args.model, search=args.corpus)
+    show(asyncio.run(graph.ainvoke({"claim": args.claim})))
 
 
 if __name__ == "__main__":

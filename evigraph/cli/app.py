@@ -224,6 +224,9 @@ def build_app() -> typer.Typer:
     from evigraph.cli.corpus import corpus_app
 
     application.add_typer(corpus_app, name="corpus")
+    from evigraph.cli.serve import serve_command
+
+    application.command(name="serve")(serve_command)
     from evigraph.cli.graph import GraphCommand, graph_command
 
     application.command(name="graph", cls=GraphCommand)(graph_command)

@@ -19,15 +19,19 @@ from evigraph.errors import ConfigError
 __all__ = ("agent", "agent_config", "compile_graph", "resolve_model", "resolve_search")
 
 
-def agent(name: str, *, model: Any = None, search: Any = None, nli: Any = None, **config: Any) -> Any:
+def agent(
+    name: str, *, model: Any = None, search: Any = None, nli: Any = None, judge: Any = None, **config: Any
+) -> Any:
     """The compiled LangGraph graph of the registered agent ``name`` (``veri-r1``, ``stepgap``, ``rlseek``,
-    ``seva``, ``rag-zeval`` or a plug-in): ``graph.invoke({...the agent's input fields...})`` runs it.
+    ``seva``, ``rag-zeval`` or a plug-in): ``await graph.ainvoke({...the agent's input fields...})`` runs it (its
+    nodes are async).
 
     Args:
         name: the agent as the registry knows it (``evigraph agents`` lists them).
         model: see :func:`resolve_model` (default: the configured model, the embedded SmolLM2 unless set).
         search: see :func:`resolve_search` (agents that search; default: the agent's own, the demo corpus).
         nli: an NLI engine or a checkpoint directory (agents that use one).
+        judge: a second model, like ``model`` (agents with a separate judge: StepGap's checker stages).
         **config: fields of the agent's config (``max_searches=2`` ...).
 
     Raises:
@@ -43,7 +47,8 @@ def agent(name: str, *, model: Any = None, search: Any = None, nli: Any = None, 
     from evigraph.registry import get_agent
 
     loaded = get_agent(name).load()
-    return compile_graph(loaded, resolve_model(model), agent_config(loaded, config), search=search, nli=nli)
+    checked = agent_config(loaded, config)  # a bad field fails before the model loads
+    return compile_graph(loaded, resolve_model(model), checked, search=search, nli=nli, judge=judge)
 
 
 def compile_graph(
@@ -53,14 +58,20 @@ def compile_graph(
     *,
     search: Any = None,
     nli: Any = None,
+    judge: Any = None,
     embedded: bool = False,
 ) -> Any:
     """``loaded``'s graph (its ``verifier_builder`` when ``embedded`` and it has one: StepGap embeds its checker),
     given the resources its builder takes by keyword."""
     builder = (loaded.verifier_builder if embedded else None) or loaded.require("graph_builder")
-    offered = {"search": lambda: resolve_search(search), "nli": lambda: _resolve_nli(nli)}
-    accepted = inspect.signature(builder).parameters
-    resources = {key: make() for key, make in offered.items() if key in accepted}
+    offered = {
+        "search": lambda: resolve_search(search),
+        "nli": lambda: _resolve_nli(nli),
+        "judge": lambda: None if judge is None else resolve_model(judge),
+    }
+    accepted = list(inspect.signature(builder).parameters)
+    # The first parameter takes the model: StepGap's checker builder names it ``judge``.
+    resources = {key: make() for key, make in offered.items() if key in accepted[1:]}
     return builder(generator, config=config, **resources)
 
 

@@ -53,18 +53,27 @@ Without a ``custom`` stream mode the event costs nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypeVar, get_args
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, NotRequired, TypeVar, get_args
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.middleware.types import OmitFromInput, PrivateStateAttr
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from pydantic import ValidationError
 
-from evigraph.conversation import Conversation, ToolCall
 from evigraph.embed.loop import run_sync
 from evigraph.embed.saver import sync_host_config
+from evigraph.embed.turn import (
+    REPAIR_ID_PREFIX,
+    ConversationReader,
+    OnFail,
+    averify_conversation,
+    blocked_message,
+    choose_action,
+    conversation_of,
+    conversation_reader,
+    repair_message,
+)
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
 from evigraph.verification import Verification
@@ -78,11 +87,8 @@ __all__ = (
     "conversation_of",
 )
 
-OnFail = Literal["repair", "block", "annotate"]
 EVENT_TYPE = "evigraph.verification"
 """The ``type`` of the custom stream event carrying a verdict."""
-REPAIR_ID_PREFIX = "evigraph-repair-"
-"""Ids of the repair notes the middleware adds: they belong to the turn they repair, not start a new one."""
 
 T = TypeVar("T")
 
@@ -129,12 +135,7 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
             raise ConfigError(f"on_fail must be one of {', '.join(get_args(OnFail))}, got {on_fail!r}")
         if max_repairs < 0:
             raise ConfigError(f"max_repairs must be >= 0, got {max_repairs}")
-        from evigraph.registry import get_agent
-
-        reader = get_agent(agent).load().conversation_inputs
-        if reader is None:
-            raise ConfigError(f"agent {agent!r} declares no conversation_inputs: it cannot check an agent's answers")
-        self.inputs_from: Callable[[Conversation], Mapping[str, Any]] = reader
+        self.inputs_from: ConversationReader = conversation_reader(agent)
         self.verifier = Verifier(agent, model=model, search=search, nli=nli, pass_if=pass_if, **config)
         self.on_fail: OnFail = on_fail
         self.max_repairs = max_repairs
@@ -148,23 +149,19 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
     # -- what a host may override ----------------------------------------------------------------------------
     def repair_message(self, verdict: Verification) -> str:
         """The note handed to the model for a repair."""
-        return f"Your answer did not pass verification ({_headline(verdict)}). {verdict.repair}"
+        return repair_message(verdict)
 
     def blocked_message(self, verdict: Verification) -> str:
         """What replaces a blocked answer."""
-        return f"The answer was withheld because it did not pass verification ({_headline(verdict)})."
+        return blocked_message(verdict)
 
     # -- the check -------------------------------------------------------------------------------------------
     async def averify_state(self, state: Mapping[str, Any], *, config: RunnableConfig | None = None) -> Verification:
         """The verdict on the state's last answer (``config``: the verifier run's, default the caller's). A turn the
         agent cannot read (no source to attribute to, no question) gets a failed verdict with the reason in
         ``error`` and no repair instruction."""
-        try:
-            conversation = conversation_of(state["messages"], state.get("documents") or ())
-            values = self.verifier.inputs(self.inputs_from(conversation))
-        except (ConfigError, ValidationError) as unreadable:
-            return Verification(agent=self.verifier.name, passed=False, error=_one_line(unreadable))
-        return await self.verifier.averify(values, config=config)
+        conversation = conversation_of(state["messages"], state.get("documents") or ())
+        return await averify_conversation(self.verifier, self.inputs_from, conversation, config=config)
 
     def before_agent(self, state: VerificationAgentState, runtime: Any) -> dict[str, Any] | None:
         """A new turn: no repairs tried yet."""
@@ -194,14 +191,7 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
 
     def _act(self, state: Mapping[str, Any], answer: AIMessage, verdict: Verification, runtime: Any) -> dict[str, Any]:
         repairs = int(state.get("verification_repairs") or 0)
-        if verdict.passed:
-            action = "pass"
-        elif self.on_fail == "block":
-            action = "block"
-        elif self.on_fail == "repair" and verdict.repair and repairs < self.max_repairs:
-            action = "repair"
-        else:
-            action = "annotate"
+        action = choose_action(verdict, self.on_fail, can_repair=repairs < self.max_repairs)
         update: dict[str, Any] = {"verification": verdict}
         event: dict[str, Any] = {
             "type": EVENT_TYPE,
@@ -222,59 +212,6 @@ class VerificationMiddleware(AgentMiddleware[VerificationAgentState, Any]):
         return update
 
 
-def conversation_of(messages: Sequence[AnyMessage], documents: Iterable[Any] = ()) -> Conversation:
-    """The last turn of ``messages`` (from the last human message that is not a repair note) as a
-    :class:`~evigraph.conversation.Conversation`: its question, each tool call with the text of its result, and
-    the final AI message's text as the answer; ``documents`` as their texts."""
-    start = next(
-        (i for i in range(len(messages) - 1, -1, -1) if _is_question(messages[i])),
-        None,
-    )
-    turn = messages if start is None else messages[start + 1 :]
-    calls: list[tuple[str, str, dict[str, Any], str]] = []
-    results: dict[str, str] = {}
-    for message in turn:
-        if isinstance(message, AIMessage):
-            calls += [
-                (c.get("id") or "", c["name"], dict(c.get("args") or {}), _text(message)) for c in message.tool_calls
-            ]
-        elif isinstance(message, ToolMessage):
-            results[message.tool_call_id] = _text(message)
-    last = turn[-1] if turn else None
-    return Conversation(
-        question="" if start is None else _text(messages[start]),
-        answer=_text(last) if isinstance(last, AIMessage) else "",
-        tool_calls=[ToolCall(name=n, args=a, result=results.get(i, ""), reasoning=r) for i, n, a, r in calls],
-        documents=[text for doc in documents if (text := _document_text(doc))],
-    )
-
-
-def _is_question(message: AnyMessage) -> bool:
-    return isinstance(message, HumanMessage) and not str(message.id or "").startswith(REPAIR_ID_PREFIX)
-
-
 def _final_answer(messages: Sequence[AnyMessage]) -> AIMessage | None:
     last = messages[-1] if messages else None
     return last if isinstance(last, AIMessage) and not last.tool_calls else None
-
-
-def _text(message: AnyMessage) -> str:
-    return str(message.text).strip()
-
-
-def _document_text(document: Any) -> str:
-    if isinstance(document, str):
-        return document.strip()
-    if isinstance(document, Mapping):
-        text = document.get("page_content") or document.get("text") or document.get("content")
-    else:
-        text = getattr(document, "page_content", None) or getattr(document, "text", None)
-    return text.strip() if isinstance(text, str) else ""
-
-
-def _headline(verdict: Verification) -> str:
-    return verdict.summary().splitlines()[0]
-
-
-def _one_line(error: Exception) -> str:
-    return f"{type(error).__name__}: {' '.join(str(error).split())}"

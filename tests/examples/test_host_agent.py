@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
 
+import evigraph
 from evigraph.generators.scripted import ScriptedGenerator
 from tests.agents.veri_r1.test_graph import ANSWER_REFUTE, PLAN, DictSearch
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "host_agent.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("host_agent_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # LangGraph resolves the state's annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+from tests.examples.loading import load_example
 
 
 def policy(transcript: list, params: object) -> str:
@@ -26,15 +15,18 @@ def policy(transcript: list, params: object) -> str:
     return f"{PLAN}<search>Hog Island Light first lit</search>" if turns == 0 else ANSWER_REFUTE
 
 
-def test_both_host_forms_run_the_verifier_under_a_checkpointer() -> None:
-    example = _example()
+def test_both_host_forms_run_one_verifier_under_a_checkpointer() -> None:
+    example = load_example("host_agent")
+    search = DictSearch()
+    verifier = evigraph.agent("veri-r1", model=ScriptedGenerator(policy), search=search)
     config = {"configurable": {"thread_id": "t"}}
-    shared = example.shared_keys_host(ScriptedGenerator(policy), DictSearch())
+    shared = example.shared_keys_host(verifier)
     result = asyncio.run(shared.ainvoke({"claim": "Hog Island Light was first lit in 1853."}, config))
     assert result["output"].label == "REFUTE" and result["trajectory"].error is None
     assert len(list(shared.get_state_history(config))) >= 2  # the checkpointer stored the run
-    wrapped = example.wrapping_node_host(ScriptedGenerator(policy), DictSearch())
+    wrapped = example.wrapping_node_host(verifier)  # the same compiled verifier, in a second host
     assert asyncio.run(wrapped.ainvoke({"draft": "Hog Island Light was first lit in 1853."}, config)) == {
         "draft": "Hog Island Light was first lit in 1853.",
         "verdict": "REFUTE",
     }
+    assert search.queries == ["Hog Island Light first lit"] * 2  # one search per run, through the given tool

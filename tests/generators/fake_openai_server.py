@@ -42,7 +42,7 @@ __all__ = ("FakeOpenAIServer", "RecordedRequest", "fake_reply_text")
 
 _WORD = re.compile(r"\w+")
 _PIECE = re.compile(r"\s*\S+")
-_ROLES = {"system", "user", "assistant"}
+_ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 
 def fake_reply_text(messages: list[dict[str, Any]]) -> str:
