@@ -180,6 +180,9 @@ class _Guard:
         record = record_of(request.scope)
         if record is not None and result.verification is not None:
             record.outcomes.append(result.verification.passed)
+        metrics = getattr(request.app.state, "metrics", None)  # set by `evigraph serve`; a bare app has none
+        if metrics is not None and result.verification is not None:
+            metrics.verdict(result.verification, tokens=0)
         return final, result
 
     async def _verify(self, request: ChatRequest, answer: str) -> Verification:

@@ -432,3 +432,4 @@ def test_a_second_router_sits_behind_the_same_gate() -> None:
     assert answered.status_code == 200 and answered.json()["evigraph"]["verification"]["passed"] is True
     assert answered.headers["x-request-id"]
     assert metric(text, "evigraph_serve_requests_total", endpoint="/v1/chat/completions", status="200") == 1
+    assert metric(text, "evigraph_serve_verdicts_total", agent="seva", outcome="passed") == 1  # the guard's verdict
