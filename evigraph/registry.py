@@ -27,9 +27,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Literal, is_typeddict
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing_extensions import is_typeddict
 
 from evigraph.errors import ConfigError
 from evigraph.imports import resolve

@@ -22,9 +22,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langgraph.errors import GraphBubbleUp
+from typing_extensions import TypedDict
 
 from evigraph.errors import ConfigError, TokenContractError
 from evigraph.generators.base import Generator

@@ -22,12 +22,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams

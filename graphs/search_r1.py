@@ -14,7 +14,9 @@ answer. Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from evigraph.agents.search_r1.answers import exact_match
 from evigraph.agents.search_r1.decoding import turn_regex

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from evigraph.agents.search_r1.schemas import SearchR1Config, SearchR1Output, TraceStepRecord
 from evigraph.agents.stepgap.schemas import (

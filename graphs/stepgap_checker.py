@@ -23,10 +23,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from evigraph.agents.stepgap.claims import local_evidence, prior_premises, step_claim, validate_quote
 from evigraph.agents.stepgap.judge import JudgeOutcome, judge_step, judgement_json, step_views

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from evigraph.agents.search_r1.protocol import SEARCH_R1_PROTOCOL
 from evigraph.agents.stepgap.prompts import repair_note

@@ -19,9 +19,10 @@ concurrent runs; all per-run data lives in the state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from evigraph.agents.veri_r1.actions import TurnAction, classify_turn
 from evigraph.agents.veri_r1.decoding import turn_regex

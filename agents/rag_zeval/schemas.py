@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Literal, Required, TypedDict
+from typing import Annotated, ClassVar, Literal, Required
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from evigraph.inputs import NOT_BLANK, NonBlank
 from evigraph.trajectory import Trajectory

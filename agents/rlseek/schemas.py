@@ -4,9 +4,10 @@ detection (spans, steps, quotes) and the gold spans."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, Required, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, Required
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from evigraph.inputs import NOT_BLANK, NonBlank
 from evigraph.trajectory import Trajectory

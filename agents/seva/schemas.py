@@ -4,9 +4,10 @@ structured verdict (for guided decoding and teacher data), the parsed output and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, Required, TypedDict
+from typing import Any, ClassVar, Literal, Required
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypedDict
 
 # The labels are defined beside their aliases and re-exported here, where the rest of the schema vocabulary is.
 from evigraph.agents.seva.labels import ATTRIBUTABLE, LABELS, NOT_ATTRIBUTABLE, Label, normalize_label

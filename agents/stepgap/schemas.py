@@ -4,9 +4,10 @@ step's check, the checker's config and the graphs' inputs and results."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, Required, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, Required
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+from typing_extensions import TypedDict
 
 from evigraph.agents.stepgap.labels import REPAIR_ACTIONS, GapLabel, RepairAction, Stage, StepKind
 from evigraph.inputs import NonBlank

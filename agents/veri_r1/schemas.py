@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, Required, TypedDict
+from typing import Any, ClassVar, Literal, Required
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing_extensions import TypedDict
 
 from evigraph.agents.veri_r1.format_rules import FormatOptions
 from evigraph.agents.veri_r1.labels import Label

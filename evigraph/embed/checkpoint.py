@@ -18,6 +18,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
+import typing_extensions
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
@@ -90,7 +91,7 @@ def _collect(kind: Any, found: set[type], seen: set[int] | None = None) -> None:
         fields = _hints(kind).values()
     elif isinstance(kind, type) and issubclass(kind, enum.Enum):
         found.add(kind)
-    elif typing.is_typeddict(kind):
+    elif typing_extensions.is_typeddict(kind):
         fields = _hints(kind).values()
     for field in (*fields, *typing.get_args(kind)):  # and generics' arguments: list[X], X | None, Annotated[X, ...]
         _collect(field, found, seen)

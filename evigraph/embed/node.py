@@ -15,9 +15,10 @@ writes the :class:`~evigraph.verification.Verification` to ``output`` and the nu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from typing_extensions import TypedDict
 
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError

@@ -31,6 +31,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, NotRequired, Required, Union, get_args, get_origin
 
+import typing_extensions
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -183,7 +184,7 @@ def _parsed_form(kind: Any) -> Any:
 def _attribute_docs(schema: type) -> dict[str, str]:
     """Field → the docstring under it in the class source (and its TypedDict bases'); empty without source."""
     docs: dict[str, str] = {}
-    bases = [base for base in getattr(schema, "__orig_bases__", ()) if typing.is_typeddict(base)]
+    bases = [base for base in getattr(schema, "__orig_bases__", ()) if typing_extensions.is_typeddict(base)]
     for klass in [*reversed(bases), schema]:
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))

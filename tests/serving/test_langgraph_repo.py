@@ -49,11 +49,6 @@ async def test_the_repositorys_graphs_are_listed_drawn_and_load_no_model(reposit
     assert "libtorch" not in libraries
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the agents' input and output TypedDicts come from `typing`, and pydantic builds JSON schemas of "
-    "TypedDicts only from `typing_extensions` on Python < 3.12: the server answers None and Studio shows no form",
-)
 async def test_studio_gets_every_graphs_input_schema(repository_server: DevServer) -> None:
     from langgraph_sdk import get_client
 
@@ -61,3 +56,4 @@ async def test_studio_gets_every_graphs_input_schema(repository_server: DevServe
     for assistant in await client.assistants.search(limit=100):
         schemas = await client.assistants.get_schemas(assistant["assistant_id"])
         assert schemas["input_schema"] and schemas["input_schema"]["properties"], assistant["graph_id"]
+        assert schemas["output_schema"] and schemas["output_schema"]["properties"], assistant["graph_id"]

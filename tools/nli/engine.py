@@ -14,9 +14,10 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from evigraph.errors import ConfigError, ToolError
 from evigraph.protocol.escaping import neutralize

@@ -4,9 +4,10 @@ result, the output, and the gold answer."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict  # pydantic builds its JSON schema (Studio's form) on Python 3.11
 
 from evigraph.trajectory import Trajectory
 
