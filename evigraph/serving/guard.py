@@ -48,12 +48,11 @@ are cancelled, streaming or not.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from typing import Any, Literal, TypeVar, get_args
 
 import httpx
@@ -73,6 +72,7 @@ from evigraph.embed.turn import (
 )
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
+from evigraph.serving.disconnect import CLIENT_CLOSED, ClientGone, until_disconnected
 from evigraph.serving.gate import record_of
 from evigraph.serving.guard_openai import (
     DONE,
@@ -94,8 +94,6 @@ logger = logging.getLogger(__name__)
 
 VERDICT_HEADER = "X-Evigraph-Verdict"
 ACTION_HEADER = "X-Evigraph-Action"
-CLIENT_CLOSED = 499
-"""The status logged for a request whose client left before the answer (nginx's; nobody receives it)."""
 
 GuardAction = Literal["pass", "repair", "block", "annotate", "skip"]
 T = TypeVar("T")
@@ -131,10 +129,6 @@ class GuardResult(BaseModel):
         """``X-Evigraph-Verdict`` (not for ``skip``) and ``X-Evigraph-Action``."""
         verdict = {VERDICT_HEADER: self.verdict} if self.verdict else {}
         return {**verdict, ACTION_HEADER: self.action}
-
-
-class ClientGone(Exception):
-    """The client disconnected before the answer."""
 
 
 class _Guard:
@@ -208,27 +202,6 @@ def _without_quotes(verdict: Verification) -> Verification:
     quotes, step texts, the disagreement line): what a blocked answer's verdict may carry."""
     steps = [step.model_copy(update={"text": ""}) for step in verdict.steps]
     return verdict.model_copy(update={"detail": {}, "spans": [], "evidence": [], "steps": steps, "disagreement": None})
-
-
-async def until_disconnected(request: Request, work: Coroutine[Any, Any, T]) -> T:
-    """``work``'s result, or :class:`ClientGone` -- with ``work`` cancelled -- as soon as the client disconnects."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_disconnect(request))
-    try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, watcher):
-            pending.cancel()  # a no-op on a finished task
-        await asyncio.gather(task, watcher, return_exceptions=True)
-    if not task.cancelled():
-        return task.result()
-    raise ClientGone
-
-
-async def _disconnect(request: Request) -> None:
-    # The body was read: what the server receives next is the disconnect (uvicorn waits for it).
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
 
 
 def guard_router(

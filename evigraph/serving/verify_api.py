@@ -33,6 +33,7 @@ from evigraph.embed.tool import tool_args_schema
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError, GeneratorError
 from evigraph.registry import get_agent
+from evigraph.serving.disconnect import CLIENT_CLOSED, ClientGone, until_disconnected
 from evigraph.serving.gate import record_of
 from evigraph.serving.metrics import ServeMetrics
 from evigraph.verification import Verification
@@ -222,9 +223,13 @@ def _single(verifier: Verifier, model: type[BaseModel], *, metrics: ServeMetrics
     async def verify(request: Request, body: BaseModel) -> Response:
         values = _checked(verifier, body, at=("body",))
         try:
-            verdict, tokens = await run_verification(verifier, values, deadline_s=deadline_s)
+            verdict, tokens = await until_disconnected(
+                request, run_verification(verifier, values, deadline_s=deadline_s)
+            )
         except ValidationError as error:
             raise _refused_content(error, at=("body",)) from None
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
         _count(request, metrics, [(verdict, tokens)])
         return _json(verdict)
 
@@ -244,7 +249,13 @@ def _batch(verifier: Verifier, model: type[BaseModel], *, metrics: ServeMetrics,
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'inputs'}: {e['msg']}" for e in error.errors())
                 return _failed(verifier, f"InvalidInput: inputs.{i}: {problems}"), 0
 
-        results = await asyncio.gather(*(one(i, values) for i, values in enumerate(checked)))
+        async def every() -> list[tuple[Verification, int]]:
+            return list(await asyncio.gather(*(one(i, values) for i, values in enumerate(checked))))
+
+        try:
+            results = await until_disconnected(request, every())
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
         _count(request, metrics, results)
         return _json(BatchResult(verifications=[verdict for verdict, _ in results]))
 

@@ -307,6 +307,27 @@ async def test_past_the_deadline_the_answer_is_a_verdict_with_error_and_no_task_
     assert metric(metrics, "evigraph_serve_verdicts_total", agent="seva", outcome="error") == 2
 
 
+async def test_a_client_that_leaves_cancels_its_verification_and_leaves_no_task() -> None:
+    """Nobody reads the verdict of a client that hung up: its run is cancelled at once, not after the deadline."""
+    cancelled: list[str] = []
+    app = create_app(ServeSettings(deadline_s=60), seva(stuck_on("1999", cancelled)))
+    async with running_here(app) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            assert (await client.post("/v1/verify/seva", json=seva_inputs(RIGHT))).json()["passed"] is True
+        before = {t for t in asyncio.all_tasks() if not t.done()}
+        for path, body in (
+            ("/v1/verify/seva", seva_inputs(STUCK)),
+            ("/v1/verify/seva/batch", {"inputs": [seva_inputs(RIGHT), seva_inputs(STUCK)]}),
+        ):
+            async with httpx.AsyncClient(base_url=url, timeout=0.5) as leaving:
+                with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes its connection
+                    await leaving.post(path, json=body)
+        async with asyncio.timeout(10):  # far below the 60 s deadline
+            while len(cancelled) < 2 or {t for t in asyncio.all_tasks() if not t.done()} - before:
+                await asyncio.sleep(0.01)
+    assert cancelled == ["1999", "1999"]
+
+
 def test_readyz_turns_503_while_draining() -> None:
     app = create_app(ServeSettings(), seva())
     with running(app) as url:
