@@ -62,8 +62,8 @@ def serve_command(
         int, typer.Option("--max-concurrency", help=_help("max_concurrency"), rich_help_panel=_LIMITS)
     ] = 64,
     deadline_s: Annotated[
-        float, typer.Option("--deadline-s", help=_help("deadline_s"), rich_help_panel=_LIMITS)
-    ] = 60.0,
+        float | None, typer.Option("--deadline-s", help=_help("deadline_s"), rich_help_panel=_LIMITS)
+    ] = None,
     max_body_bytes: Annotated[
         int, typer.Option("--max-body-bytes", help=_help("max_body_bytes"), rich_help_panel=_LIMITS)
     ] = 1_048_576,
@@ -125,7 +125,7 @@ def serve_command(
                 upstream=settings.upstream,
                 mode=settings.guard_mode,
                 api_key=api_key,
-                timeout_s=settings.deadline_s,
+                timeout_s=settings.deadline,
             )
         )
     app = create_app(settings, verifiers, routers=routers, token=token)
@@ -134,7 +134,10 @@ def serve_command(
         err_console.print(f"[yellow]warning:[/] serving on {escape(settings.host)} without a bearer token")
     # uvicorn prints the address once bound (the port too when --port 0 let the system pick it).
     guarded = f"; the guarded endpoint POST /v1/chat/completions ({settings.guard})" if settings.guard else ""
-    err_console.print(f"serving {escape(', '.join(verifiers))}: POST /v1/verify/AGENT{escape(guarded)}")
+    err_console.print(
+        f"serving {escape(', '.join(verifiers))}: POST /v1/verify/AGENT{escape(guarded)}; deadline "
+        f"{settings.deadline:g} s{'' if settings.deadline_s else ' (--deadline-s to change)'}"
+    )
     serve(app, settings)
 
 

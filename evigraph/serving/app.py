@@ -116,7 +116,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.draining = False
     app.include_router(
-        verify_router(verifiers, metrics=metrics, deadline_s=settings.deadline_s, max_batch=settings.max_batch)
+        verify_router(verifiers, metrics=metrics, deadline_s=settings.deadline, max_batch=settings.max_batch)
     )
     for router in routers:
         app.include_router(router)

@@ -21,6 +21,13 @@ DEFAULT_TOKEN_ENV = "EVIGRAPH_SERVE_TOKEN"
 
 GuardMode = Literal["repair", "block", "annotate"]
 
+DEADLINE_S = 60.0
+"""The default deadline for a model behind a server (``openai:``), on a GPU (``vllm:``) or scripted."""
+LOCAL_DEADLINE_S = 600.0
+"""The default deadline for a model this process runs with transformers or llama.cpp weights (the embedded
+SmolLM2, ``hf:``, ``gguf:``): on 2 CPU cores one SEVA verification of the embedded model took over a minute."""
+LOCAL_KINDS = frozenset({"embedded", "hf", "gguf"})
+
 
 class ServeSettings(BaseModel):
     """Settings of one ``evigraph serve`` process (see ``docs/serving.md``)."""
@@ -45,8 +52,10 @@ class ServeSettings(BaseModel):
     """``--port``: the port to bind (0: any free port)."""
     max_concurrency: int = Field(64, ge=1)
     """``--max-concurrency``: requests in flight at once (a batch counts once); more are answered 429."""
-    deadline_s: float = Field(60.0, gt=0)
-    """``--deadline-s``: seconds a verification may take; past it the answer is a verdict with ``error`` set."""
+    deadline_s: float | None = Field(None, gt=0)
+    """``--deadline-s``: seconds a verification may take; past it the answer is a verdict with ``error`` set
+    (default: 60 for a model behind a server or on a GPU, 600 for one this process runs itself, such as the embedded
+    model on CPU, whose verification takes minutes)."""
     max_body_bytes: int = Field(1_048_576, ge=1)
     """``--max-body-bytes``: the largest request body accepted (413 above)."""
     max_batch: int = Field(64, ge=1)
@@ -106,7 +115,18 @@ class ServeSettings(BaseModel):
         return value
 
     @property
+    def deadline(self) -> float:
+        """``deadline_s``, or its default for the model's kind (read from the configured model when none is named)."""
+        if self.deadline_s is not None:
+            return self.deadline_s
+        from evigraph.config import load_settings
+        from evigraph.generators.factory import parse_generator_spec
+
+        kind = parse_generator_spec(self.model or load_settings().generator.model).kind
+        return LOCAL_DEADLINE_S if kind in LOCAL_KINDS else DEADLINE_S
+
+    @property
     def drain_s(self) -> float:
         """How long a draining server waits for accepted requests: every one ends within the deadline, so the
         deadline and a margin for writing the answers."""
-        return self.deadline_s + 5.0
+        return self.deadline + 5.0

@@ -188,3 +188,27 @@ def test_sigterm_drains_every_accepted_request(gated: tuple[Server, Path]) -> No
     assert sorted((line["status"], line["passed"]) for line in verifications) == [
         (200, False), (200, False), (200, True), (200, True)
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("smollm2", 600.0),  # the embedded model on CPU: one SEVA verification took over a minute here
+        ("hf:/models/qwen", 600.0),
+        ("gguf:/models/q.gguf", 600.0),
+        ("openai:qwen@http://127.0.0.1:8000/v1", 60.0),
+        ("vllm:/models/qwen", 60.0),
+        ("scripted:/tmp/replies.json", 60.0),
+    ],
+)
+def test_the_default_deadline_follows_the_model_kind(model: str, expected: float) -> None:
+    assert ServeSettings(model=model).deadline == expected
+    assert ServeSettings(model=model, deadline_s=5).deadline == 5.0  # a deadline given is kept
+    assert ServeSettings(model=model).drain_s == expected + 5.0
+
+
+def test_the_default_deadline_reads_the_configured_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVIGRAPH_MODEL", "openai:qwen@http://127.0.0.1:8000/v1")
+    assert ServeSettings().deadline == 60.0
+    monkeypatch.delenv("EVIGRAPH_MODEL")
+    assert ServeSettings().deadline == 600.0  # the embedded default
