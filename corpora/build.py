@@ -8,6 +8,10 @@ Layout of a built corpus directory::
 
 The index is written to a temporary folder and renamed into place, so a killed build never leaves an index
 that looks finished.
+
+Every stage streams (documents are read one at a time, entries are written as they are made, the collection
+is indexed line by line), and ``threads`` is used twice: worker processes that split sentences
+(:mod:`corpora.pipeline`), then Lucene's indexing threads.
 """
 
 from __future__ import annotations
@@ -24,13 +28,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.corpora.documents import read_documents, source_files
-from evigraph.corpora.entries import (
-    CorpusEntry,
-    SentenceSplitter,
-    default_splitter_name,
-    entries_for,
-    load_sentence_splitter,
-)
+from evigraph.corpora.entries import SentenceSplitter, default_splitter_name
+from evigraph.corpora.pipeline import SplitPlan, entry_lines
 from evigraph.errors import ConfigError
 from evigraph.files import atomic_write
 
@@ -52,6 +51,8 @@ class BuildParams(BaseModel):
 
     group_sentences: int | None = None
     splitter: str | None = None
+    sentences_field: str | None = None
+    """Set only when grouping and not ``"auto"`` (so builds made before the option existed are still reused)."""
     layout: int = 1
     """:data:`LAYOUT` of the build (manifests written before it existed read as 1)."""
 
@@ -134,6 +135,8 @@ def build_corpus(
     group_sentences: int | None = None,
     splitter: SentenceSplitter | None = None,
     splitter_name: str | None = None,
+    splitter_kind: str = "model",
+    sentences_field: str = "auto",
     force: bool = False,
     threads: int = 1,
     on_progress: Callable[[int], None] | None = None,
@@ -144,10 +147,14 @@ def build_corpus(
         source: JSONL, TSV or a folder of text files (see :mod:`corpora.documents`).
         out: the corpus directory.
         group_sentences: group every N consecutive sentences of a document into one entry.
-        splitter: sentence splitter (default: :func:`corpora.entries.load_sentence_splitter`).
+        splitter: sentence splitter (default: ``splitter_kind``, see :func:`corpora.entries.load_sentence_splitter`);
+            it must be picklable when ``threads > 1``.
         splitter_name: recorded in the manifest when a custom ``splitter`` is passed.
+        splitter_kind: ``model`` (spaCy's statistical sentence recogniser) or ``rules`` (spaCy's sentencizer).
+        sentences_field: JSON field of source-given sentences (``auto``: ``sentences`` or ``lines`` when present;
+            ``none``: always split), see :func:`corpora.documents.read_documents`.
         force: rebuild even if the manifest says nothing changed.
-        threads: Lucene indexing threads.
+        threads: sentence-splitting processes and Lucene indexing threads.
         on_progress: called with the number of documents read so far (for progress bars).
 
     Raises:
@@ -158,11 +165,16 @@ def build_corpus(
         raise ConfigError(f"group_sentences must be ≥ 1, got {group_sentences}", source="--group-sentences")
     if not source.exists():
         raise ConfigError(f"input {source} does not exist")
-    digest = source_hash(source)
+    if threads < 1:
+        raise ConfigError(f"threads must be ≥ 1, got {threads}", source="--threads")
     if group_sentences and splitter is None:
-        splitter_name = default_splitter_name()
+        splitter_name = default_splitter_name(splitter_kind)
+    digest = source_hash(source)
     params = BuildParams(
-        group_sentences=group_sentences, splitter=splitter_name if group_sentences else None, layout=LAYOUT
+        group_sentences=group_sentences,
+        splitter=splitter_name if group_sentences else None,
+        sentences_field=sentences_field if group_sentences and sentences_field != "auto" else None,
+        layout=LAYOUT,
     )
     manifest_path = out / MANIFEST
     if manifest_path.is_file() and (out / "index").is_dir() and not force:
@@ -170,30 +182,22 @@ def build_corpus(
         if previous.source_sha256 == digest and previous.params == params:
             logger.info("corpus at %s is up to date; skipping the build", out)
             return previous.model_copy(update={"skipped": True})
-    if group_sentences and splitter is None:
-        splitter, splitter_name = load_sentence_splitter()
-        params = params.model_copy(update={"splitter": splitter_name})
+    plan = SplitPlan(group_sentences=group_sentences, splitter_kind=splitter_kind, splitter=splitter)
     started = time.perf_counter()
     (out / "collection").mkdir(parents=True, exist_ok=True)
     collection = out / "collection" / "docs.jsonl"
     documents = entries = 0
     empty: list[str] = []
-    seen_entries: set[str] = set()
+    # No entry-id set is kept: ids are unique once document ids are (read_documents checks those), because
+    # "<doc>_sentence_<k>" with a numeric k ends in exactly one "_sentence_<digits>", which names its document.
     with collection.open("w", encoding="utf-8") as handle:
-        for document in read_documents(source):
+        for produced in entry_lines(read_documents(source, sentences_field=sentences_field), plan, threads=threads):
             documents += 1
-            produced: list[CorpusEntry] = entries_for(document, group_sentences=group_sentences, splitter=splitter)
-            if not produced:
-                empty.append(document.id)
-            for entry in produced:
-                if entry.id in seen_entries:
-                    raise ConfigError(
-                        f"entry id {entry.id!r} (from {document.origin}) collides with another entry; "
-                        "document ids must not look like '<id>_sentence_<k>' of another document"
-                    )
-                seen_entries.add(entry.id)
-                handle.write(entry.model_dump_json() + "\n")
-                entries += 1
+            if not produced.lines:
+                empty.append(produced.id)
+            for line in produced.lines:
+                handle.write(line + "\n")
+            entries += len(produced.lines)
             if on_progress is not None:
                 on_progress(documents)
     if empty:

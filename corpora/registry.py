@@ -4,8 +4,9 @@
 - **User-built**: ``evigraph corpus build INPUT --name wiki`` builds into ``<cache>/corpora/wiki``; a
   corpus built elsewhere with ``--out DIR --name wiki`` is remembered in ``<cache>/corpora/registry.json``.
 - **Paths**: a corpus directory (holding ``manifest.json`` and ``index/``) or a bare Lucene index.
-- **Pyserini prebuilt indexes** (``prebuilt:NAME``, e.g. ``prebuilt:msmarco-v1-passage``) are passed
-  through to Pyserini for users who are online; they are downloaded by Pyserini, never by our tests.
+- **Pyserini prebuilt indexes** (``pyserini:NAME``, e.g. ``pyserini:msmarco-v1-passage``; ``prebuilt:NAME``
+  is the older spelling) resolve to the folder Pyserini caches them in (:mod:`corpora.prebuilt`); one that is
+  not cached is downloaded by Pyserini only when the user allows it, never by our tests.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from evigraph.corpora.prebuilt import prebuilt_index_dir, prebuilt_name
 from evigraph.errors import ConfigError
 from evigraph.files import atomic_write
 from evigraph.runtime import cache_root
@@ -82,12 +84,19 @@ def _entries(path: Path) -> int | None:
     return int(json.loads(manifest.read_text(encoding="utf-8")).get("entries", 0))
 
 
-def resolve_corpus(name_or_path: str, *, build_bundled: bool = True) -> Path:
+def resolve_corpus(name_or_path: str, *, build_bundled: bool = True, allow_download: bool | None = None) -> Path:
     """The directory to search for ``name_or_path``; bundled corpora are built on first use.
 
+    ``pyserini:NAME`` is Pyserini's cached copy of its prebuilt index ``NAME``, downloaded first only when
+    ``allow_download`` (default: ``EVIGRAPH_ALLOW_DOWNLOAD=1``) says so (:func:`corpora.prebuilt.prebuilt_index_dir`).
+
     Raises:
-        ConfigError: neither a known name nor an existing path (the message lists the known names).
+        ConfigError: neither a known name nor an existing path (the message lists the known names); an unknown
+            prebuilt name, or one not downloaded (the message says what would be fetched).
     """
+    prebuilt = prebuilt_name(name_or_path)
+    if prebuilt is not None:
+        return prebuilt_index_dir(prebuilt, allow_download=allow_download)
     if name_or_path in BUNDLED:
         target = corpora_dir() / name_or_path
         if build_bundled:
@@ -105,7 +114,9 @@ def resolve_corpus(name_or_path: str, *, build_bundled: bool = True) -> Path:
     if path.is_dir():
         return path
     known = ", ".join(sorted({*BUNDLED, *registered})) or "none"
-    raise ConfigError(f"unknown corpus {name_or_path!r}: not a name ({known}) nor an existing directory")
+    raise ConfigError(
+        f"unknown corpus {name_or_path!r}: not a name ({known}), pyserini:NAME, nor an existing directory"
+    )
 
 
 def list_corpora() -> list[CorpusInfo]:

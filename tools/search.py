@@ -61,19 +61,35 @@ def open_search(*, corpus: str | None = None, retriever_url: str | None = None) 
     return BM25Search(resolve_corpus(corpus), name=corpus)
 
 
-def _open_searcher(prebuilt: str | None, path: Path, k1: float, b: float) -> Any:
+def _open_searcher(path: Path, k1: float, b: float) -> Any:
     """A Pyserini searcher with BM25 set (runs on the JVM thread, like every Java call)."""
     from pyserini.search.lucene import LuceneSearcher
 
-    if prebuilt is not None:
-        # Pyserini downloads prebuilt indexes itself (online users only); offline it returns None.
-        searcher = LuceneSearcher.from_prebuilt_index(prebuilt)
-        if searcher is None:
-            raise ToolError(f"Pyserini could not fetch the prebuilt index {prebuilt!r} (offline?)")
-    else:
-        searcher = LuceneSearcher(str(path))
+    searcher = LuceneSearcher(str(path))
     searcher.set_bm25(k1, b)
     return searcher
+
+
+def _stored_entry(raw: str | None, contents: str | None) -> tuple[str, str | None] | None:
+    """(text, title) of a stored Lucene document, or ``None`` when it stores no text.
+
+    ``raw`` is the source record: a JSON object for JSON collections (``contents``, or BEIR's ``text``, with an
+    optional ``title``), the source text as is for other collections (Pyserini's prebuilt TREC-style indexes);
+    ``contents`` is the indexed text, kept by ``-storeContents``.
+    """
+    if raw is not None:
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            text = record.get("contents", record.get("text"))
+            title = record.get("title")
+            if isinstance(text, str):
+                return text, title if isinstance(title, str) and title else None
+        if contents is None:
+            return raw, None
+    return (contents, None) if contents is not None else None
 
 
 def render_information(hits: Sequence[Evidence]) -> str:
@@ -86,13 +102,15 @@ class BM25Search:
 
     Args:
         index_dir: the corpus directory (holding ``index/``), the index directory itself, or
-            ``prebuilt:NAME`` for a Pyserini prebuilt index (downloaded by Pyserini; needs network).
+            ``pyserini:NAME`` for Pyserini's cached prebuilt index (:mod:`evigraph.corpora.prebuilt`; downloaded
+            only when ``EVIGRAPH_ALLOW_DOWNLOAD=1``).
         k1, b: BM25 parameters (Pyserini's defaults 0.9 / 0.4); changing them needs no re-index.
         threads: Lucene threads for :meth:`batch_search`.
         name: corpus name recorded on each ``Evidence.source``.
 
     Raises:
-        ConfigError: no index at ``index_dir``. MissingDependencyError: Pyserini is not installed.
+        ConfigError: no index at ``index_dir``; a prebuilt index unknown or not downloaded.
+        MissingDependencyError: Pyserini is not installed.
     """
 
     def __init__(
@@ -100,28 +118,30 @@ class BM25Search:
     ) -> None:
         if k1 <= 0 or not 0 <= b <= 1:
             raise ConfigError(f"BM25 needs k1 > 0 and 0 ≤ b ≤ 1, got k1={k1}, b={b}")
-        prebuilt = str(index_dir).removeprefix("prebuilt:") if str(index_dir).startswith("prebuilt:") else None
-        path = Path(index_dir)
-        if prebuilt is None:
-            if (path / "index").is_dir():
-                path = path / "index"
-            if not path.is_dir():
-                raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
+        from evigraph.corpora.prebuilt import prebuilt_index_dir, prebuilt_name
+
+        prebuilt = prebuilt_name(str(index_dir))
+        path = prebuilt_index_dir(prebuilt) if prebuilt is not None else Path(index_dir)
+        if (path / "index").is_dir():
+            path = path / "index"
+        if not path.is_dir():
+            raise ConfigError(f"no Lucene index at {index_dir} (build one with `evigraph corpus build`)")
         from evigraph.corpora.jvm import jvm_call, start_jvm
 
         start_jvm()
-        self._lucene = jvm_call(_open_searcher, prebuilt, path, k1, b)
+        self._lucene = jvm_call(_open_searcher, path, k1, b)
         self.k1, self.b, self.threads = k1, b, threads
         self.name = name or prebuilt or path.parent.name
 
     def _evidence(self, docid: str, score: float) -> Evidence:
         document = self._lucene.doc(docid)
-        raw = document.raw() if document is not None else None
-        if raw is None:
-            raise ToolError(f"entry {docid!r} has no stored text (the index was built without -storeRaw)")
-        record: dict[str, Any] = json.loads(raw)
-        title = record.get("title") or None
-        return Evidence(id=docid, text=record.get("contents", ""), title=title, source=self.name, score=float(score))
+        stored = _stored_entry(document.raw(), document.contents()) if document is not None else None
+        if stored is None:
+            raise ToolError(
+                f"entry {docid!r} has no stored text (the index was built without -storeRaw and -storeContents)"
+            )
+        text, title = stored
+        return Evidence(id=docid, text=text, title=title, source=self.name, score=float(score))
 
     def _batch_search(self, queries: Sequence[str], k: int) -> list[list[Evidence]]:
         if k < 1:

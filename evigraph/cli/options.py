@@ -104,7 +104,8 @@ RESOURCE_OPTIONS: dict[str, tuple[Option, ...]] = {
             "search__corpus",
             str,
             ("--corpus",),
-            "BM25 corpus: a name (`evigraph corpus list`) or a corpus directory.",
+            "BM25 corpus: a name (`evigraph corpus list`), a corpus directory, or pyserini:NAME (a Pyserini prebuilt "
+            "index, e.g. pyserini:wikipedia-kilt-doc; see docs/corpora.md).",
             _SEARCH,
             "corpus",
         ),

@@ -51,7 +51,7 @@ class ServedCorpus(NamedTuple):
     """The corpus ``command.sh`` serves for a run (``--corpus``)."""
 
     corpus: str
-    """A corpus name, ``prebuilt:NAME`` or an absolute directory."""
+    """A corpus name, ``pyserini:NAME`` (or ``prebuilt:NAME``) or an absolute directory."""
     port: int
 
 
@@ -176,7 +176,7 @@ def _served(agent: Any, corpus: str, port: int, retriever_url: str | None) -> Se
         raise ConfigError("give --corpus (served for the run) or --retriever-url (your server), not both")
     if "search" not in agent.spec.resources:
         raise ConfigError(f"{agent.name} does not search: --corpus is for agents that search")
-    if corpus.startswith("prebuilt:"):
+    if corpus.startswith(("prebuilt:", "pyserini:")):
         return ServedCorpus(corpus, port)
     location = resolve_corpus(corpus, build_bundled=False)  # an unknown name fails here, not on the cluster
     return ServedCorpus(corpus if location.resolve() != Path(corpus).resolve() else str(location.resolve()), port)

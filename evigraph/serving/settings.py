@@ -41,7 +41,8 @@ class ServeSettings(BaseModel):
     """``--model SPEC``: the generator spec every served agent shares (``openai:NAME@URL``, ``scripted:FILE`` ...;
     default: the configured model)."""
     corpus: str | None = None
-    """``--corpus NAME|DIR``: the BM25 corpus of the agents that search."""
+    """``--corpus NAME|DIR|pyserini:NAME``: the BM25 corpus (a name, a directory, or a Pyserini prebuilt index) of
+    the agents that search."""
     retriever_url: str | None = None
     """``--retriever-url URL``: a Search-R1 style ``/retrieve`` server instead of a local corpus."""
     nli: Path | None = None
