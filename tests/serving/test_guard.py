@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
@@ -38,6 +35,7 @@ from evigraph.serving.metrics import ServeMetrics
 from evigraph.verification import Verification
 from tests.embed.hosts import FACT, QUESTION, RIGHT, WRONG, scripted
 from tests.generators.fake_openai_server import FakeOpenAIServer
+from tests.servers import running
 
 MODEL = "fake-model"
 CALL = "CALL "
@@ -77,24 +75,6 @@ def fake_fixture(upstream: ToolCallingServer) -> ToolCallingServer:
     """The upstream, its script and records cleared."""
     upstream.reset()
     return upstream
-
-
-@contextlib.contextmanager
-def running(app: FastAPI) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def verifier(agent: str = "seva", model: Any = None) -> Verifier:

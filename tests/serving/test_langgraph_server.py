@@ -26,7 +26,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +40,7 @@ from evigraph.trajectory import Trajectory
 from evigraph.verification import Verification
 from tests.embed.hosts import ENTRY_ID, FACT, QUESTION, RIGHT, WRONG, Memory, inputs_for
 from tests.markers import requires
+from tests.servers import running
 
 pytestmark = requires("langgraph_api", "langgraph_sdk", "langgraph_cli")
 
@@ -133,23 +133,10 @@ def _wait_ready(process: subprocess.Popen[bytes], log: Path) -> str:
 @contextlib.contextmanager
 def retrieval_server() -> Iterator[str]:
     """A real Search-R1 ``/retrieve`` server over the one fact, on a free loopback port in a thread."""
-    import uvicorn
-
     from evigraph.tools.retrieval_server import create_app
 
-    server = uvicorn.Server(uvicorn.Config(create_app(Memory()), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the retrieval server did not start"
-        time.sleep(0.01)
-    host, port = server.servers[0].sockets[0].getsockname()[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with running(create_app(Memory()), start_s=30) as url:
+        yield url
 
 
 class Served(TypedDict):

@@ -12,20 +12,15 @@ source: :data:`RIGHT` passes, :data:`WRONG` fails).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
 import threading
-import time
-from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from evigraph.embed.verifier import Verifier
@@ -34,43 +29,12 @@ from evigraph.serving.app import create_app
 from evigraph.serving.settings import ServeSettings
 from evigraph.trajectory import Segment
 from tests.embed.hosts import AGENTS, FACT, RIGHT, WRONG, case, inputs_for, scripted
+from tests.servers import running, running_here
 
 TOKEN = "s3cret-token-value"
 
 
 # -- servers and models -------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def running(app: FastAPI) -> Iterator[str]:
-    """``app`` under uvicorn on a free loopback port in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(20)
-
-
-@contextlib.asynccontextmanager
-async def running_here(app: FastAPI) -> AsyncIterator[str]:
-    """``app`` under uvicorn on the test's own event loop (so the test sees the server's tasks)."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(20):
-        while not server.started:
-            await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 20)
-
-
 def serve(verifiers: dict[str, Verifier], token: str | None = None, **settings: Any) -> Any:
     return running(create_app(ServeSettings(**settings), verifiers, token=token))
 

@@ -7,7 +7,6 @@ An in-memory dict search exercises the server logic without Java; the BM25 tests
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import socket
 import threading
@@ -23,6 +22,7 @@ from evigraph.tools.remote_search import RemoteSearch
 from evigraph.tools.retrieval_server import create_app, serve
 from evigraph.trajectory import Evidence
 from tests.markers import requires_pyserini
+from tests.servers import running
 
 CORPUS = {
     "Hog Island Light": "Hog Island Light was a lighthouse in Virginia. It was first lit in 1853.",
@@ -73,24 +73,6 @@ class DictSearch:
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         return self.batch_search([query], k)[0]
-
-
-@contextlib.contextmanager
-def running(app: object) -> Iterator[str]:
-    """Serve ``app`` on a free loopback port in a thread; yields the base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    host, port = server.servers[0].sockets[0].getsockname()[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def same_hits(remote: list[list[Evidence]], local: list[list[Evidence]]) -> bool:
