@@ -68,10 +68,22 @@ def _prompts_and_written(verb: str, printed: dict[str, Any]) -> tuple[str, str]:
             judge_prompt(question="q", kind=kind, step="s", previous=(), evidence=(), global_evidence=(), max_chars=9)
             for kind in ("inference", "conclusion")
         )
-        return prompts, json.dumps(printed)
+        return prompts, _texts(printed)
     prompts = "".join(s["text"] for s in printed["segments"] if s["origin"] == "prompt")
     rest = {**printed, "segments": [s for s in printed["segments"] if s["origin"] != "prompt"]}
-    return prompts, json.dumps(rest)
+    return prompts, _texts(rest)
+
+
+def _texts(value: Any) -> str:
+    """Every string in ``value``, one per line: numbers (token ids, timings) are not words a model wrote, and a
+    foreign year may turn up among their digits by chance (a run "copied" 1899: its `generate_s` was 19.7711602189…)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return "\n".join(_texts(item) for item in value)
+    return ""
 
 
 @pytest.mark.slow
