@@ -205,7 +205,7 @@ def greedy_eval(
     scalar) and each of its components (``veri-r1/label``, ``veri-r1/format`` ...); and the first answer's text."""
     import torch
 
-    from evigraph.embed.loop import run_sync
+    from evigraph.event_loop import run_sync
     from evigraph.generators.transformers import TransformersGenerator
     from evigraph.generators.types import SamplingParams
     from evigraph.training.data import prompt_line

@@ -14,7 +14,11 @@ closed loop of C clients it is also the throughput lost to HTTP. CPU per verific
 server's own process over HTTP). The clients are a lean keep-alive HTTP/1.1 loop in this process, so that what is
 measured is the server, not a client library.
 
-    python benchmarks/serve_load.py [--seconds 60] [--clients 64] [--latency 0.2] [--rounds 3]
+Then the guarded OpenAI-compatible endpoint: what it adds over its upstream alone, plain and streaming, measured
+by ``serve_guard.guard_overhead`` (three processes; see ``benchmarks/serve_guard.py``) with its defaults, reported
+as ``guard_added_ms`` / ``guard_added_stream_ms`` and the guard's own share of them (``guard_plumbing_*``).
+
+    python benchmarks/serve_load.py [--seconds 60] [--clients 64] [--latency 0.2] [--rounds 3] [--no-guard]
 
 Goal (issue 31): 0 errors, overhead ≤ 5 %.
 """
@@ -260,16 +264,13 @@ async def verify_load(*, clients: int, seconds: float, latency: float, rounds: i
     return found
 
 
-# The guarded endpoint's added latency over its upstream alone (streaming and not) is measured by a function of
-# its own beside verify_load, and reported after it.
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds of load per peer (S)")
     parser.add_argument("--clients", type=int, default=64, help="concurrent clients (C)")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the scripted model takes per call (L)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (R)")
+    parser.add_argument("--no-guard", action="store_true", help="skip the guarded endpoint's measurement")
     args = parser.parse_args()
     tune_gc_for_long_run()
 
@@ -284,6 +285,20 @@ def main() -> None:
     for error in dict.fromkeys(http.errors + local.errors):
         print(f"error: {error}")
     overhead_pct = 100 * (statistics.median(h.mean / loc.mean for h, loc in rounds) - 1)
+    guard = ""
+    if not args.no_guard:
+        from serve_guard import guard_overhead  # the sibling benchmark (this script's folder is on sys.path)
+
+        found = guard_overhead(n=200, concurrency=16, upstream_latency_s=0.1, verifier_latency_s=0.05, rounds=3)
+        for mode in ("guarded", "guarded_stream"):
+            print(f"{mode:15s} added {found.added_ms(mode):7.2f} ms over the upstream alone, "
+                  f"of which the guard's own work {found.plumbing_ms(mode):6.2f} ms")  # fmt: skip
+        guard = (
+            f"guard_added_ms={found.added_ms('guarded'):.2f} "
+            f"guard_added_stream_ms={found.added_ms('guarded_stream'):.2f} "
+            f"guard_plumbing_ms={found.plumbing_ms('guarded'):.2f} "
+            f"guard_plumbing_stream_ms={found.plumbing_ms('guarded_stream'):.2f} "
+        )
     p50_pct = 100 * (http.percentile(50) / local.percentile(50) - 1)
     print(
         f"RESULT overhead_pct={overhead_pct:.2f} p50_overhead_pct={p50_pct:.2f} requests={http.requests} "
@@ -291,7 +306,7 @@ def main() -> None:
         f"inprocess_p50_ms={1000 * local.percentile(50):.1f} inprocess_p99_ms={1000 * local.percentile(99):.1f} "
         f"throughput_ratio={(http.requests / http.seconds) / (local.requests / local.seconds):.4f} "
         f"cpu_ms={http.cpu_ms:.2f} inprocess_cpu_ms={local.cpu_ms:.2f} clients={args.clients} "
-        f"seconds={args.seconds:g} rounds={args.rounds} latency_s={args.latency} "
+        f"seconds={args.seconds:g} rounds={args.rounds} latency_s={args.latency} {guard}"
         f"goal_met={overhead_pct <= 5.0 and not http.errors}"
     )
 

@@ -133,7 +133,7 @@ class GraphRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         from trl.models.utils import unwrap_model_for_generation
 
-        from evigraph.embed.loop import run_sync
+        from evigraph.event_loop import run_sync
 
         groups = [i // self.num_generations for i in range(len(prompts))]
         for i, group in enumerate(groups):

@@ -9,7 +9,6 @@ allocation) → ``round-N/probes.jsonl`` (accepted probes, our record format) an
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from evigraph.agents.seva.probe_entities import default_entity_finder
 from evigraph.evaluation.adapter import NoOptions
 from evigraph.evaluation.pipeline import evaluate
 from evigraph.evaluation.records import load_records
+from evigraph.event_loop import run_sync
 from evigraph.files import atomic_write, atomic_writer
 from evigraph.generators.base import Generator
 from evigraph.training.data import write_prompt_dataset
@@ -116,8 +116,8 @@ def run_round(
         attempted = sum(1 for line in attempts_path.read_text(encoding="utf-8").splitlines() if line.strip())
     else:
         entity_finder = default_entity_finder().name
-        probes, attempts = asyncio.run(
-            make_probes(records, allocation, round_index=index, seed=settings.seed, generator=probe_writer,
+        probes, attempts = run_sync(
+            lambda: make_probes(records, allocation, round_index=index, seed=settings.seed, generator=probe_writer,
                         checker=checker)
         )  # fmt: skip
         with atomic_writer(attempts_path) as handle:

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -18,6 +17,7 @@ from rich.text import Text
 from evigraph.cli.inputs import INPUT, read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import table
+from evigraph.event_loop import run_sync
 
 __all__ = ("annotate_command", "attribute_command", "evolve_command")
 
@@ -111,7 +111,7 @@ def annotate_command(
         return [a async for a in annotate(teacher, records, params, attempts=attempts, concurrency=concurrency)]
 
     with err_console.status(f"annotating {len(records)} pair(s) ..."):
-        results = asyncio.run(collect())
+        results = run_sync(collect)
     accepted = [a for a in results if a.accepted]
     with atomic_writer(out) as handle:
         for annotation in accepted:

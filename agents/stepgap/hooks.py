@@ -8,7 +8,6 @@ could not use; ``--generator.constrained`` switches the judge's weak-model guide
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from evigraph.cli.inputs import read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import table
 from evigraph.errors import InputDataError
+from evigraph.event_loop import run_sync
 
 __all__ = ("check_command", "read_trace")
 
@@ -96,7 +96,7 @@ def check_command(
     trace = parse_trace(given.text, given.origin or "TRACE")
     graph = build_checker_graph(None, nli=run.resource("nli"), config=run.config(), sampling=run.sampling())
     with err_console.status("checking ..."):
-        result = asyncio.run(graph.ainvoke({"trace": trace}, context=run.context()))
+        result = run_sync(lambda: graph.ainvoke({"trace": trace}, context=run.context()))
     checks = result["checks"]
     if as_json:
         sys.stdout.write(checks.model_dump_json(indent=2) + "\n")

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.agents.veri_r1.world import demonstration
 from evigraph.corpora.world import Claim, World, WorldConfig, build_world, write_world
+from evigraph.event_loop import run_sync
 from evigraph.training.tiny_policy import PolicySize
 
 __all__ = (
@@ -201,7 +202,7 @@ def prepare(out: Path, run: WorldRun | None = None) -> Prepared:
     train, heldout = _claims(paths["train"]), _claims(paths["heldout"])
     tokenizer = train_tokenizer(_texts(world, train), vocab_size=run.vocab_size)
     search = _search(corpus)
-    rendered = asyncio.run(_demonstration_episodes(world, train, tokenizer, search, share=run.second_hop_share))
+    rendered = run_sync(lambda: _demonstration_episodes(world, train, tokenizer, search, share=run.second_hop_share))
     demos = [episode for episodes in rendered for episode in episodes]
     checks = [final_turn(episodes[0]) for claim, episodes in zip(train, rendered, strict=True) if episodes
               and (claim.hops == 1 or run.second_hop_share > 0)]  # fmt: skip
@@ -316,7 +317,7 @@ def evaluate(
         return await asyncio.gather(*(graph.ainvoke(x, context=context(i)) for i, x in enumerate(inputs)))
 
     try:
-        states = asyncio.run(all_runs())
+        states = run_sync(all_runs)
     finally:
         generator.close()
     right, rewards, hops2, searched = [], [], [], []
@@ -355,8 +356,8 @@ def probe(model: Any, tokenizer: Any, prepared: Prepared, claims: list[Claim]) -
     if len(support) != 1 or len(refute) != 1:
         raise ValueError("the probe needs SUPPORT and REFUTE to be one token each")
     one_hop = [c for c in claims if c.hops == 1][:100]
-    episodes = asyncio.run(
-        _demonstration_episodes(prepared.world, one_hop, tokenizer, _search(prepared.corpus), share=1.0)
+    episodes = run_sync(
+        lambda: _demonstration_episodes(prepared.world, one_hop, tokenizer, _search(prepared.corpus), share=1.0)
     )
     sums: dict[str, list[float]] = {"SUPPORT": [], "REFUTE": []}
     for claim, rendered in zip(one_hop, episodes, strict=True):

@@ -7,7 +7,6 @@ agent's verb (``verify``, ``check``, ``detect``, ``attribute``, ``rank``) become
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
@@ -26,6 +25,7 @@ from evigraph.cli.kit import AgentRun, agent_command, bind_command
 from evigraph.cli.options import ConfigOpt
 from evigraph.config import Settings, load_settings
 from evigraph.errors import EvigraphError
+from evigraph.event_loop import run_sync
 from evigraph.wording import with_article
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def generate(
     transcript.append(Segment(origin="prompt", role="user", text=prompt))
     started = time.perf_counter()
     with console.status("generating ..."):
-        result = asyncio.run(generator.continue_transcript(transcript, run.sampling()))
+        result = run_sync(lambda: generator.continue_transcript(transcript, run.sampling()))
     seconds = time.perf_counter() - started
     console.print(result.text, markup=False, highlight=False)
     n_tokens = len(result.token_ids) if result.token_ids is not None else None

@@ -9,7 +9,7 @@ for and of its options model, and calls it with an :class:`AgentRun` that turns 
     @agent_command(resources=("search",))
     def run_command(run: AgentRun, claim: Annotated[str, typer.Argument()]) -> None:
         graph = run.graph(search=run.resource("search", default="demo"))
-        result = asyncio.run(graph.ainvoke({"claim": claim}, context=run.context()))
+        result = run_sync(lambda: graph.ainvoke({"claim": claim}, context=run.context()))
 """
 
 from __future__ import annotations
@@ -224,16 +224,17 @@ class AgentRun:
         (output, trajectory)`` where given), then the verdict's disagreement with its own reasoning
         (:meth:`note_disagreement`) and the plumbing-model note (:meth:`note_plumbing`); exit 1 when
         the run failed (the failure named on stderr) or ``ok(output)`` rejects what it concluded."""
-        import asyncio
         import sys
 
         import typer
         from rich.markup import escape
 
+        from evigraph.event_loop import run_sync
+
         inputs = self.inputs(inputs)
         graph = self.graph(**(resources or {}))
         with err_console.status(status):
-            result = asyncio.run(graph.ainvoke(inputs, context=self.context()))
+            result = run_sync(lambda: graph.ainvoke(inputs, context=self.context()))
         trajectory, output = result["trajectory"], result["output"]
         if as_json:
             sys.stdout.write(trajectory.model_dump_json(indent=2) + "\n")

@@ -19,7 +19,7 @@ end-of-sequence marker is removed. ``finish_reason`` is ``"length"`` at the toke
 
 Per call, ``stop`` and the keyword arguments ``max_tokens``, ``temperature``, ``top_p`` and ``seed`` override the
 model's fields. Tool calling (``bind_tools``) and provider structured output are not offered: the generator
-writes text. Synchronous calls run the generator on one shared event loop (:mod:`evigraph.embed.loop`), so a
+writes text. Synchronous calls run the generator on one shared event loop (:mod:`evigraph.event_loop`), so a
 backend that keeps a client bound to a loop serves sync callers; serving sync and async callers at once, it needs
 ``ainvoke`` throughout.
 """
@@ -36,8 +36,8 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, field_validator
 
-from evigraph.embed.loop import run_sync
 from evigraph.errors import ConfigError
+from evigraph.event_loop import run_sync
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.trajectory import Segment, strip_eos

@@ -61,7 +61,6 @@ from langchain.agents.middleware.types import OmitFromInput, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from evigraph.embed.loop import run_sync
 from evigraph.embed.saver import sync_host_config
 from evigraph.embed.turn import (
     REPAIR_ID_PREFIX,
@@ -76,6 +75,7 @@ from evigraph.embed.turn import (
 )
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
+from evigraph.event_loop import run_sync
 from evigraph.verification import Verification
 
 __all__ = (

@@ -1,7 +1,7 @@
 """A synchronous host's saver as its embedded verifier sees it.
 
 A verifier graph is async (its nodes are coroutines), so a synchronous host's call runs it with ``ainvoke`` on
-evigraph's shared loop (:mod:`evigraph.embed.loop`). Inside a host graph that run is the node's subgraph: LangGraph
+evigraph's shared loop (:mod:`evigraph.event_loop`). Inside a host graph that run is the node's subgraph: LangGraph
 lends it the host's saver through the config (``configurable["__pregel_checkpointer"]``) and the async run calls
 the saver's async methods -- which a sync-only saver such as ``SqliteSaver`` does not have
 (``NotImplementedError``), and which an async saver bound to another loop (``AsyncSqliteSaver``) cannot serve from

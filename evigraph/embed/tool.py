@@ -37,10 +37,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from evigraph.embed.loop import run_sync
 from evigraph.embed.saver import sync_host_config
 from evigraph.embed.verifier import Verifier
 from evigraph.errors import ConfigError
+from evigraph.event_loop import run_sync
 from evigraph.verification import Verification
 
 __all__ = ("VerifierTool", "tool_args_schema", "verifier_tool")

@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from evigraph.embed.agent import agent_config, compile_graph, resolve_model
-from evigraph.embed.loop import run_sync
 from evigraph.embed.saver import sync_host_config
 from evigraph.errors import GeneratorError
+from evigraph.event_loop import run_sync
 from evigraph.verification import Verification
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ half, shared with ``evigraph score``. The agent supplies an :class:`~evigraph.ev
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic import BaseModel, RootModel
 from evigraph.errors import ConfigError
 from evigraph.evaluation.adapter import EvalAdapter
 from evigraph.evaluation.runner import RunSummary, read_results, run_records, write_report
+from evigraph.event_loop import run_sync
 from evigraph.files import atomic_write
 
 __all__ = ("PREDICTIONS", "REPORT", "RUN_CONFIG", "evaluate", "prepare_run_dir", "run_in_dir", "score_report")
@@ -71,8 +71,8 @@ def run_in_dir(
 
     predictions = prepare_run_dir(out_dir, run_config)
     tune_gc_for_long_run()  # the loaded model, index and graph live all run: keep the collector from rescanning them
-    return asyncio.run(
-        run_records(
+    return run_sync(
+        lambda: run_records(
             items,
             run_one,
             id_of=id_of,

@@ -18,12 +18,12 @@ that through :class:`~evigraph.generators.chat_format.ChatFormat`; chat backends
 from __future__ import annotations
 
 import abc
-import asyncio
 import logging
 from collections.abc import Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
 from evigraph.errors import ConfigError
+from evigraph.event_loop import run_sync
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.types import (
     Continuation,
@@ -159,7 +159,7 @@ class BaseGenerator(abc.ABC):
 
     def continue_sync(self, transcript: Sequence[Segment], params: SamplingParams) -> Continuation:
         """Blocking wrapper for scripts and notebooks without a running event loop."""
-        return asyncio.run(self.continue_transcript(transcript, params))
+        return run_sync(lambda: self.continue_transcript(transcript, params))
 
     async def aclose(self) -> None:  # noqa: B027 -- optional hook; most backends hold nothing to release
         """Release backend resources (engines, HTTP clients). Safe to call twice."""

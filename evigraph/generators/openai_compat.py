@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from evigraph.errors import GeneratorError
+from evigraph.event_loop import run_sync
 from evigraph.generators.base import BaseGenerator
 from evigraph.generators.server_tokens import LogprobNotice, ServerTokens, ServerVocabulary, read_server_tokens
 from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
@@ -334,7 +335,7 @@ class OpenAICompatibleGenerator(BaseGenerator):
         return self._parse_reply(data, params)
 
     def continue_sync(self, transcript: Sequence[Segment], params: SamplingParams) -> Continuation:
-        """Blocking call; the HTTP client lives and dies with the call's own event loop."""
+        """Blocking call; the HTTP client lives and dies with the call (a later async caller runs on its own loop)."""
 
         async def call() -> Continuation:
             try:
@@ -342,7 +343,7 @@ class OpenAICompatibleGenerator(BaseGenerator):
             finally:
                 await self.aclose()
 
-        return asyncio.run(call())
+        return run_sync(call)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

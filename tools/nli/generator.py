@@ -17,6 +17,7 @@ import asyncio
 import logging
 
 from evigraph.errors import ConfigError
+from evigraph.event_loop import run_sync
 from evigraph.generators.base import ContinuationScorer, Generator
 from evigraph.protocol.escaping import neutralize
 from evigraph.tools.nli.engine import NLIDescription, NLIEngine, Pair, Triple
@@ -104,5 +105,5 @@ class GeneratorNLI(NLIEngine):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._ascore(pairs, batch_size))
+            return run_sync(lambda: self._ascore(pairs, batch_size))
         raise ConfigError("the generator NLI fallback is async: inside an event loop, await abatch_classify/aclassify")
