@@ -140,6 +140,9 @@ def build_corpus(
     force: bool = False,
     threads: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    dense: str | None = None,
+    dense_factory: str = "Flat",
+    on_dense_progress: Callable[[int, int], None] | None = None,
 ) -> Manifest:
     """Build (or reuse) the corpus at ``out`` from ``source``.
 
@@ -156,11 +159,51 @@ def build_corpus(
         force: rebuild even if the manifest says nothing changed.
         threads: sentence-splitting processes and Lucene indexing threads.
         on_progress: called with the number of documents read so far (for progress bars).
+        dense: also embed the entries into a FAISS index with this encoder (``minilm``, ``e5-base-v2``, …; see
+            :func:`evigraph.corpora.dense.build_dense`, which skips it when it is up to date).
+        dense_factory: the FAISS index factory string for ``dense``.
+        on_dense_progress: called with (entries encoded, total) while embedding.
 
     Raises:
         ConfigError: bad parameters or input path. InputDataError: a bad or duplicate record.
     """
     source, out = Path(source), Path(out)
+    if dense is not None:  # a wrong encoder name or factory fails before the corpus is built
+        from evigraph.corpora.dense import check_dense_options
+
+        check_dense_options(dense, dense_factory)
+    manifest = _build_bm25(
+        source,
+        out,
+        group_sentences=group_sentences,
+        splitter=splitter,
+        splitter_name=splitter_name,
+        splitter_kind=splitter_kind,
+        sentences_field=sentences_field,
+        force=force,
+        threads=threads,
+        on_progress=on_progress,
+    )
+    if dense is not None:
+        from evigraph.corpora.dense import build_dense
+
+        build_dense(out, dense, factory=dense_factory, force=force, on_progress=on_dense_progress)
+    return manifest
+
+
+def _build_bm25(
+    source: Path,
+    out: Path,
+    *,
+    group_sentences: int | None,
+    splitter: SentenceSplitter | None,
+    splitter_name: str | None,
+    splitter_kind: str,
+    sentences_field: str,
+    force: bool,
+    threads: int,
+    on_progress: Callable[[int], None] | None,
+) -> Manifest:
     if group_sentences is not None and group_sentences < 1:
         raise ConfigError(f"group_sentences must be ≥ 1, got {group_sentences}", source="--group-sentences")
     if not source.exists():

@@ -9,20 +9,19 @@ An item is ``{"document": doc, "score": float}`` with ``return_scores``, else th
 ``doc = {"id", "contents", "title", "text"}`` (:func:`document_of`: ``contents`` in Search-R1's
 ``"Title"\ntext`` layout, which its client parses). ``GET /health`` answers ``{"status": "ok"}``.
 
-Concurrent requests are batched: a single worker collects requests arriving within ``batch_window_s`` of the
-first (and any that queued while the previous batch ran), up to ``max_queries`` queries, runs one
-``search.batch_search`` with the largest ``topk`` in a worker thread (the event loop stays free), trims each
-request's hits to its own ``topk`` and answers every request. Upstream binds 0.0.0.0; we bind 127.0.0.1.
+Concurrent requests are batched (:class:`~evigraph.tools.batching.SearchBatcher`): requests arriving within
+``batch_window_s`` of the first, up to ``max_queries`` queries, become one ``search.batch_search`` with the
+largest ``topk``, run in a worker thread; each request gets its own ``topk`` back. The searcher may be BM25,
+dense or hybrid (``evigraph corpus serve --retrieval``); the payload is the same. Upstream binds 0.0.0.0; we
+bind 127.0.0.1.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,6 +29,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
 from evigraph.errors import ConfigError
+from evigraph.tools.batching import SearchBatcher
 from evigraph.tools.search import SearchTool
 from evigraph.trajectory import Evidence
 
@@ -78,83 +78,6 @@ def document_of(hit: Evidence) -> dict[str, str]:
     return {"id": hit.id, "contents": f'"{title}"\n{hit.text}', "title": title, "text": hit.text}
 
 
-@dataclass
-class _Pending:
-    queries: list[str]
-    k: int
-    future: asyncio.Future[list[list[Evidence]]] = field(repr=False)
-
-
-class _Batcher:
-    """One worker task that turns queued requests into ``batch_search`` calls (started on first use)."""
-
-    def __init__(self, search: SearchTool, *, max_queries: int, window_s: float) -> None:
-        self.search, self.max_queries, self.window_s = search, max_queries, window_s
-        self._queue: asyncio.Queue[_Pending] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._held: _Pending | None = None
-
-    async def submit(self, queries: list[str], k: int) -> list[list[Evidence]]:
-        if self._task is None or self._task.done():
-            self._queue = asyncio.Queue()
-            self._task = asyncio.create_task(self._run(self._queue), name="evigraph-retrieval-batcher")
-        assert self._queue is not None
-        future: asyncio.Future[list[list[Evidence]]] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(queries, k, future))
-        return await future
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _collect(self, queue: asyncio.Queue[_Pending]) -> list[_Pending]:
-        batch = [self._held] if self._held is not None else [await queue.get()]
-        self._held = None
-        total = len(batch[0].queries)
-        deadline = asyncio.get_running_loop().time() + self.window_s
-        while total < self.max_queries:
-            try:
-                item = queue.get_nowait()  # whatever queued while the previous batch ran
-            except asyncio.QueueEmpty:
-                remaining = deadline - asyncio.get_running_loop().time()
-                if remaining <= 0:
-                    break
-                try:
-                    item = await asyncio.wait_for(queue.get(), remaining)
-                except TimeoutError:
-                    break
-            if total + len(item.queries) > self.max_queries:
-                self._held = item  # first in the next batch, so order is kept
-                break
-            batch.append(item)
-            total += len(item.queries)
-        return batch
-
-    async def _run(self, queue: asyncio.Queue[_Pending]) -> None:
-        while True:
-            batch = [p for p in await self._collect(queue) if not p.future.done()]  # drop cancelled requests
-            if not batch:
-                continue
-            queries = [q for p in batch for q in p.queries]
-            try:
-                hits = await asyncio.to_thread(self.search.batch_search, queries, max(p.k for p in batch))
-                if len(hits) != len(queries):
-                    raise RuntimeError(f"batch_search returned {len(hits)} result lists for {len(queries)} queries")
-            except Exception as error:
-                logger.exception("batch_search failed for %d queries", len(queries))
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(error)
-                continue
-            start = 0
-            for p in batch:
-                if not p.future.done():
-                    p.future.set_result([h[: p.k] for h in hits[start : start + len(p.queries)]])
-                start += len(p.queries)
-
-
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -198,7 +121,7 @@ def create_app(
         )
     # A JSON string may spend up to 6 bytes per character (\uXXXX escapes); the rest is room for the envelope.
     max_body_bytes = max_queries * (6 * max_query_chars + 8) + 1024
-    batcher = _Batcher(search, max_queries=max_queries, window_s=batch_window_s)
+    batcher = SearchBatcher(search, max_queries=max_queries, window_s=batch_window_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -20,7 +20,15 @@ from evigraph.errors import ConfigError, ToolError
 from evigraph.protocol.escaping import neutralize
 from evigraph.trajectory import Evidence
 
-__all__ = ("BM25Search", "SearchInput", "SearchTool", "open_search", "render_information")
+__all__ = (
+    "RETRIEVALS",
+    "BM25Search",
+    "SearchInput",
+    "SearchTool",
+    "open_retrieval",
+    "open_search",
+    "render_information",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +49,32 @@ class SearchInput(BaseModel):
     k: int = Field(3, ge=1, le=50, description="How many entries to return.")
 
 
-def open_search(*, corpus: str | None = None, retriever_url: str | None = None) -> SearchTool:
-    """The search tool a user names: a local BM25 corpus (a name from ``evigraph corpus list`` or a corpus
-    directory) or a Search-R1 style ``/retrieve`` server.
+RETRIEVALS = ("bm25", "dense", "hybrid")
+"""How a local corpus is searched (``--retrieval``): Lucene BM25, the FAISS index beside it, or their fusion."""
+
+
+def open_search(
+    *, corpus: str | None = None, retriever_url: str | None = None, retrieval: str | None = None
+) -> SearchTool:
+    """The search tool a user names: a local corpus (a name from ``evigraph corpus list`` or a corpus
+    directory) searched by ``retrieval`` (``bm25``, the default; ``dense``; ``hybrid``), or a Search-R1 style
+    ``/retrieve`` server.
 
     Raises:
-        ConfigError: both or neither given, or an unknown corpus.
+        ConfigError: both or neither given, an unknown corpus or retrieval, a retrieval with a server URL, or
+            dense/hybrid on a corpus without a dense index (before any model loads).
     """
+    if retrieval is not None and retrieval not in RETRIEVALS:
+        raise ConfigError(f"unknown retrieval {retrieval!r}; choose {', '.join(RETRIEVALS)}", source="--retrieval")
     if corpus and retriever_url:
         raise ConfigError("give a corpus or a retriever URL, not both", source="--corpus/--retriever-url")
     if retriever_url:
+        if retrieval not in (None, "bm25"):
+            raise ConfigError(
+                "a /retrieve server searches the way it was started (`evigraph corpus serve CORPUS --retrieval "
+                f"{retrieval}`); --retrieval applies to a local --corpus",
+                source="--retrieval",
+            )
         from evigraph.tools.remote_search import RemoteSearch
 
         return RemoteSearch(retriever_url)
@@ -58,7 +82,52 @@ def open_search(*, corpus: str | None = None, retriever_url: str | None = None) 
         raise ConfigError("a search tool needs --corpus NAME|DIR or --retriever-url URL")
     from evigraph.corpora.registry import resolve_corpus
 
-    return BM25Search(resolve_corpus(corpus), name=corpus)
+    if retrieval in (None, "bm25"):
+        return BM25Search(resolve_corpus(corpus), name=corpus)
+    return open_retrieval(resolve_corpus(corpus), retrieval, name=corpus)
+
+
+def open_retrieval(
+    location: str | Path,
+    retrieval: str = "bm25",
+    *,
+    name: str | None = None,
+    k1: float = 0.9,
+    b: float = 0.4,
+    threads: int = 1,
+    alpha: float = 0.1,
+    normalization: bool = False,
+    weight_on_dense: bool = False,
+    depth: int = 100,
+) -> SearchTool:
+    """The searcher ``--retrieval`` names over a resolved corpus directory: :class:`BM25Search`, or
+    :class:`~evigraph.tools.dense_search.DenseSearch` / :class:`~evigraph.tools.dense_search.HybridSearch`.
+
+    Raises:
+        ConfigError: an unknown retrieval; dense/hybrid on a corpus without a dense index (before the JVM
+            starts or a model loads).
+    """
+    if retrieval not in RETRIEVALS:
+        raise ConfigError(f"unknown retrieval {retrieval!r}; choose {', '.join(RETRIEVALS)}", source="--retrieval")
+    label = name or Path(location).name
+    if retrieval == "bm25":
+        return BM25Search(location, k1=k1, b=b, threads=threads, name=label)
+    from evigraph.tools.dense_search import DenseSearch, HybridSearch, require_dense_index
+
+    require_dense_index(Path(location), label)
+    dense = DenseSearch(location, name=label, threads=threads)
+    if retrieval == "dense":
+        return dense
+    sparse = BM25Search(location, k1=k1, b=b, threads=threads, name=label)
+    return HybridSearch(
+        sparse,
+        dense,
+        alpha=alpha,
+        normalization=normalization,
+        weight_on_dense=weight_on_dense,
+        depth=depth,
+        name=label,
+    )
 
 
 def _open_searcher(path: Path, k1: float, b: float) -> Any:
@@ -143,15 +212,24 @@ class BM25Search:
         text, title = stored
         return Evidence(id=docid, text=text, title=title, source=self.name, score=float(score))
 
-    def _batch_search(self, queries: Sequence[str], k: int) -> list[list[Evidence]]:
+    def _batch_scores(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ConfigError(f"k must be ≥ 1, got {k}")
         wanted = [(str(i), q) for i, q in enumerate(queries) if q.strip()]
-        results: dict[str, list[Evidence]] = {}
+        results: dict[str, list[tuple[str, float]]] = {}
         if wanted:  # one searcher on one thread; Lucene's own threads parallelise the batch
             hits = self._lucene.batch_search([q for _, q in wanted], [i for i, _ in wanted], k, self.threads)
-            results = {qid: [self._evidence(h.docid, h.score) for h in hits[qid]] for qid, _ in wanted}
+            results = {qid: [(h.docid, float(h.score)) for h in hits[qid]] for qid, _ in wanted}
         return [results.get(str(i), []) for i in range(len(queries))]
+
+    def _batch_search(self, queries: Sequence[str], k: int) -> list[list[Evidence]]:
+        return [[self._evidence(i, score) for i, score in hits] for hits in self._batch_scores(queries, k)]
+
+    def batch_scores(self, queries: Sequence[str], k: int = 3) -> list[list[tuple[str, float]]]:
+        """Top-``k`` ``(entry id, BM25 score)`` per query, without reading stored texts (for score fusion)."""
+        from evigraph.corpora.jvm import jvm_call
+
+        return jvm_call(self._batch_scores, list(queries), k)
 
     def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]:
         """Top-``k`` entries per query, in query order (empty queries get no hits)."""

