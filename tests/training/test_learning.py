@@ -1,25 +1,27 @@
 """GRPO through the TRL engine makes a policy better: the synthetic world at CI size (``world_job.SMALL``).
 
-A 0.1M-parameter random policy is warm-started (whole runs only, 400 steps, one thread) on demonstrations of the
-world; it has learned the protocol but is sloppy when it samples: at temperature 1 its held-out Veri-R1 reward is
-0.64 against 1.03 greedily (broken formats, wrong names searched and cited). GRPO on Veri-R1's own reward
-(16 prompts x 8 samples a step, lr 3e-4, 8 steps) makes the policy it trains -- the sampling one -- earn more on
-claims it never saw: the yardstick is the held-out reward at the training temperature, 120 claims x 4 samples
-with fixed seeds (the same draws for every model), i.e. GRPO's own objective on held-out data.
+A 0.2M-parameter random policy warm-started (whole runs only, 400 steps, one thread) on demonstrations of the
+world has learned the protocol but is sloppy when it samples: at temperature 1 its held-out Veri-R1 reward is
+0.717. GRPO on Veri-R1's own reward (16 prompts x 8 samples a step, lr 3e-4, 8 steps) makes the policy it trains --
+the sampling one -- earn more on claims it never saw: the yardstick is the held-out reward at the training
+temperature, 120 claims x 4 samples with fixed seeds (the same draws for every model), i.e. GRPO's own objective
+on held-out data.
+
+The warm start is built once and kept (``tests/training/world_warm_start.py``, 690 KB): it is the same model on
+every run, and building it took 60-90 s of the test's two minutes. The world, its corpus, its tokenizer and its
+demonstrations are made here; a kept warm start built from another world fails the test, naming the script that
+rebuilds it.
 
 Why not greedy accuracy (the first version of this test): this warm start does not compare the value it read with
-the claim's, so there is little accuracy to gain in 15 steps, and greedy decoding hides what GRPO changes first.
-That version passed in about half the runs because rollouts were not reproducible (concurrent episodes shared
-``generate`` calls differently each run); sampling is now seeded per sample (``trl_rollout.episode_seed``), so
-this test gives the same numbers on every run of one machine.
+the claim's, so there is little accuracy to gain in a few steps, and greedy decoding hides what GRPO changes first.
+Sampling is seeded per sample (``trl_rollout.episode_seed``), so this test gives the same numbers on every run of
+one machine.
 
-Measured (this 2-core machine, issue 29): reward gain after 8 steps +0.127, +0.089, +0.106 for GRPO seeds 0, 1, 2
-(before 0.643; after 15 steps +0.153, +0.215, +0.171: 8 steps keep the test under two minutes). Broken trainers,
-GRPO seed 0: advantages with their sign flipped -0.212 after 8 steps (-0.634 after 15: the policy collapses); the
+Measured (this 2-core machine, one thread, issue 29): reward gain after 8 steps +0.086, +0.069, +0.107 for GRPO
+seeds 0, 1, 2. Broken trainers, GRPO seed 0: advantages with their sign flipped -0.675 (the policy collapses); the
 environment mask inverted +0.000 (the loss lands on tokens whose advantage is 0: no gradient); every advantage one
-token later +0.140 after 15 steps, which the gain cannot tell from a working run (see the test's docstring): the
-first step's advantages and mask, checked token by token against plain arithmetic, fail for all three. ``MARGIN``
-sits between.
+token later is not told apart by the gain (every token of a run shares its advantage): the first step's advantages
+and mask, checked token by token against plain arithmetic, fail for all three. ``MARGIN`` sits between.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import pytest
 
 from evigraph.agents.veri_r1 import world_job
 from evigraph.agents.veri_r1.learning_job import GrpoSettings
+from tests.training import world_warm_start
 
 pytestmark = pytest.mark.java
 
@@ -89,8 +92,7 @@ def test_grpo_raises_the_held_out_reward_of_the_policy_it_trains(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the numbers above were measured with one thread; more threads round differently
     try:
-        model, warm = world_job.warm_started(prepared, seed=0, size=world_job.SMALL_POLICY)
-        assert warm.last_loss < 0.5 * warm.first_loss
+        model, record = world_warm_start.load(prepared)  # built by world_job.warm_started; see that module
         model.eval()
 
         def score() -> world_job.Score:
@@ -100,7 +102,7 @@ def test_grpo_raises_the_held_out_reward_of_the_policy_it_trains(
             )  # fmt: skip
 
         before = score()
-        print(f"warm start {warm}; before {before}")
+        print(f"warm start {record['warm_start']}; before {before}")
         stage = world_job.grpo(
             "outcome", prepared, model, out=tmp_path / "run", steps=STEPS, seed=0, overrides=SETTINGS.overrides()
         )
@@ -142,3 +144,23 @@ def test_every_two_hop_claim_is_shown_both_ways_with_the_decision_weighted(prepa
     # ranks below another's document).
     assert 0.95 * 2 * two_hop <= len(decisions) <= 2 * two_hop and len(decisions) % 2 == 0
     assert 0.95 * len(prepared.train) <= len(prepared.final_turns) <= len(prepared.train)
+
+
+def test_the_warm_start_runs_both_phases_on_the_demonstrations(prepared: world_job.Prepared) -> None:
+    """``warm_started`` itself (the kept model above skips it): both phases run, on the final turns first, and the
+    reported steps and losses are those of the phases. A few steps only: what it learns is measured by
+    ``benchmarks/learning_world.py``."""
+    import torch
+
+    run = prepared.run.model_copy(update={"final_turn_steps": 3, "final_turn_batch": 4, "warm_steps": 2})
+    seen: list[int] = []
+    model, warm = world_job.warm_started(
+        prepared.model_copy(update={"run": run}), seed=0, size=world_job.SMALL_POLICY,
+        on_step=lambda step, _loss: seen.append(step),
+    )  # fmt: skip
+    assert seen == [0, 1, 2, 3, 4]
+    assert warm.steps == 5 and math.isfinite(warm.first_loss) and math.isfinite(warm.last_loss)
+    assert not model.training
+    with torch.no_grad():
+        ids = torch.tensor([prepared.demonstrations[0][0]])
+        assert model(input_ids=ids).logits.shape == (1, ids.shape[1], len(prepared.tokenizer))

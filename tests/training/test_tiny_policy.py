@@ -45,3 +45,33 @@ def test_a_token_of_weight_zero_is_not_a_target() -> None:
     warm_start(model, episodes, steps=200, batch_size=16, lr=1e-2, pad_id=tokenizer.pad_token_id)
     assert _p_next(model, prefix, epsilon) > 0.95
     assert _p_next(model, prefix, delta) < 0.02
+
+
+def test_the_first_step_loss_is_the_weighted_cross_entropy_over_padded_whole_runs() -> None:
+    """Episodes of different lengths (so the batch is padded) with fractional, zero and up-weighted targets: the
+    loss ``warm_start`` reports for its first step equals the plain computation (full logits under the attention
+    mask, every position's cross-entropy times its target's weight), done here from the untouched model."""
+    import copy
+    import random
+
+    tokenizer, model, prefix, delta, epsilon = _setup()
+    short = ([*prefix, delta], [0.0] * len(prefix) + [0.5])
+    long = ([*prefix, epsilon, *prefix, delta], [*([1.0] * len(prefix)), 0.0, *([0.0] * len(prefix)), 1.0])
+    episodes, pad, batch_size, seed, up = [short, long], tokenizer.pad_token_id, 6, 3, {delta: 4.0}
+    rng = random.Random(seed)  # warm_start's documented draw: batch_size indices from random.Random(seed)
+    batch = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
+    assert {len(ids) for ids, _ in batch} == {len(short[0]), len(long[0])}
+    untouched = copy.deepcopy(model)
+    total = weight_sum = 0.0
+    with torch.no_grad():
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+        logp = torch.log_softmax(untouched(input_ids=ids, attention_mask=mask).logits, -1)
+    for row, (tokens, weights) in enumerate(batch):
+        for i in range(1, len(tokens)):
+            w = weights[i] * up.get(tokens[i], 1.0)
+            total += -float(logp[row, i - 1, tokens[i]]) * w
+            weight_sum += w
+    done = warm_start(model, episodes, steps=1, batch_size=batch_size, seed=seed, pad_id=pad, weights=up)
+    assert done.first_loss == pytest.approx(total / weight_sum, rel=1e-5)
