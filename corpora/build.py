@@ -41,9 +41,10 @@ MANIFEST = "manifest.json"
 _BATCH = 2000
 
 
-LAYOUT = 2
+LAYOUT = 3
 """What a built corpus stores; bump it when that changes, so older builds are rebuilt (1: entries joined
-sentences with single spaces and the index kept no document id; 2: exact source slices, ``doc_id`` stored)."""
+sentences with single spaces and the index kept no document id; 2: exact source slices, meant to store
+``doc_id``; 3: the stored raw JSON really holds ``title`` and ``doc_id``, which layout 2's indexing dropped)."""
 
 
 class BuildParams(BaseModel):
@@ -98,6 +99,20 @@ def _write_index(collection: Path, index_dir: Path, entries_total: int, threads:
     jvm_call(_index_collection, collection, index_dir, entries_total, threads)
 
 
+def _stored_json(record: dict[str, str | None]) -> str:
+    """The JSON Lucene stores as an entry's ``raw``: id, contents, title (when there is one) and ``doc_id``.
+
+    Raw JSON, not Pyserini's ``add_batch_dict``: that keeps only ``id`` and ``contents``, which lost titles.
+    Lucene still searches ``contents`` alone (the other fields are indexed under their own names), so scores are
+    those of an index of ``id`` and ``contents``.
+    """
+    stored = {"id": record["id"], "contents": record["contents"]}
+    if record.get("title"):
+        stored["title"] = record["title"]
+    stored["doc_id"] = record["doc_id"]
+    return json.dumps(stored, ensure_ascii=False)
+
+
 def _index_collection(collection: Path, index_dir: Path, entries_total: int, threads: int) -> None:
     """Index ``collection`` into ``index_dir`` (on the JVM thread, like every Java call)."""
     from pyserini.index.lucene import LuceneIndexer
@@ -105,23 +120,15 @@ def _index_collection(collection: Path, index_dir: Path, entries_total: int, thr
     tmp = index_dir.with_name(index_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     indexer = LuceneIndexer(args=["-index", str(tmp), "-storeRaw"], threads=threads)
-    batch: list[dict[str, str]] = []
+    batch: list[str] = []
     with collection.open(encoding="utf-8") as handle:
         for line in handle:
-            record = json.loads(line)
-            batch.append(
-                {
-                    "id": record["id"],
-                    "contents": record["contents"],
-                    "title": record.get("title") or "",
-                    "doc_id": record["doc_id"],
-                }
-            )
+            batch.append(_stored_json(json.loads(line)))
             if len(batch) >= _BATCH:
-                indexer.add_batch_dict(batch)
+                indexer.add_batch_raw(batch)
                 batch = []
     if batch:
-        indexer.add_batch_dict(batch)
+        indexer.add_batch_raw(batch)
     indexer.close()
     shutil.rmtree(index_dir, ignore_errors=True)
     tmp.rename(index_dir)

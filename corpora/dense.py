@@ -128,13 +128,15 @@ class EntryStore:
         record = json.loads(os.pread(self._fd, end - start, start))
         return record["id"], record["contents"], record.get("title") or None
 
-    def close(self) -> None:
+    def close(self, _close: Callable[[int], None] = os.close) -> None:
+        # os.close bound at definition: at interpreter exit __del__ may run after the os module was torn down.
         if self._fd >= 0:
-            os.close(self._fd)
+            _close(self._fd)
             self._fd = -1
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_fd"):  # not when __init__ failed before opening the file
+            self.close()
 
 
 def dense_is_current(corpus_dir: Path, manifest: DenseManifest) -> bool:

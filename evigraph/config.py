@@ -43,10 +43,18 @@ __all__ = (
 
 ENV_PREFIX = "EVIGRAPH_"
 ENV_NOT_SETTINGS = frozenset(
-    {"EVIGRAPH_CONFIG", "EVIGRAPH_API_KEY", "EVIGRAPH_SERVE_TOKEN", "EVIGRAPH_SEARCH", "EVIGRAPH_NLI"}
+    {
+        "EVIGRAPH_CONFIG",
+        "EVIGRAPH_API_KEY",
+        "EVIGRAPH_SERVE_TOKEN",
+        "EVIGRAPH_SEARCH",
+        "EVIGRAPH_RETRIEVAL",
+        "EVIGRAPH_NLI",
+    }
 )
 """``EVIGRAPH_*`` variables that are not settings: the config file's path, secrets (read where they are used,
-never stored in settings) and the LangGraph server's search and NLI choices (``evigraph.serving.graphs``)."""
+never stored in settings) and the LangGraph server's search, retrieval and NLI choices
+(``evigraph.serving.graphs``)."""
 ENV_ALIASES = {"EVIGRAPH_MODEL": "generator.model", "EVIGRAPH_CACHE_DIR": "cache_dir"}
 
 FILE, ENVIRONMENT, FLAGS = 0, 1, 2

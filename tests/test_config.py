@@ -35,7 +35,15 @@ def test_config_file_is_found_through_the_environment(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["EVIGRAPH_API_KEY", "EVIGRAPH_SERVE_TOKEN", "EVIGRAPH_SEARCH", "EVIGRAPH_NLI", "EVIGRAPH_CONFIG_DIR"]
+    "name",
+    [
+        "EVIGRAPH_API_KEY",
+        "EVIGRAPH_SERVE_TOKEN",
+        "EVIGRAPH_SEARCH",
+        "EVIGRAPH_RETRIEVAL",
+        "EVIGRAPH_NLI",
+        "EVIGRAPH_CONFIG_DIR",
+    ],
 )
 def test_only_settings_variables_are_read_as_settings(name: str) -> None:
     """A shell exporting the API key (read by the OpenAI-compatible client) or the LangGraph server's search must

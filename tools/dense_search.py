@@ -144,10 +144,10 @@ class DenseSearch(_Batched):
 
     def entry(self, row: int, score: float | None) -> Evidence:
         """The stored entry at ``row`` as ``Evidence``, exactly as :class:`BM25Search` returns it."""
-        entry_id, text, _title = self._store.get(row)
-        # No title: Lucene stores an entry's id and contents only, so BM25 hits carry none, and the same entry
-        # must look the same whichever way it was found (the /retrieve title then comes from the id for both).
-        return Evidence(id=entry_id, text=text, title=None, source=self.name, score=score)
+        entry_id, text, title = self._store.get(row)
+        # The collection line Lucene's stored raw JSON is made from, so the title is the one BM25 returns (an
+        # index built before layout 3 stored none: `evigraph corpus build` rebuilds it).
+        return Evidence(id=entry_id, text=text, title=title or None, source=self.name, score=score)
 
     def batch_search(self, queries: Sequence[str], k: int = 3) -> list[list[Evidence]]:
         """Top-``k`` entries per query, in query order (empty queries get no hits)."""

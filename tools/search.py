@@ -25,6 +25,7 @@ __all__ = (
     "BM25Search",
     "SearchInput",
     "SearchTool",
+    "check_retrieval",
     "open_retrieval",
     "open_search",
     "render_information",
@@ -51,6 +52,42 @@ class SearchInput(BaseModel):
 
 RETRIEVALS = ("bm25", "dense", "hybrid")
 """How a local corpus is searched (``--retrieval``): Lucene BM25, the FAISS index beside it, or their fusion."""
+
+
+def check_retrieval(
+    *, corpus: str | None = None, retriever_url: str | None = None, retrieval: str | None = None
+) -> None:
+    """Refuse, without opening anything (no JVM, no encoder, no bundled build), a ``retrieval`` that
+    :func:`open_search` would refuse: for commands that check every flag before a model loads.
+
+    Raises:
+        ConfigError: an unknown retrieval; dense/hybrid with a server URL, without a corpus, on a Pyserini
+            prebuilt index (BM25 only) or on a corpus without a dense index (naming the command that builds one).
+    """
+    if retrieval is None or retrieval == "bm25":
+        return
+    if retrieval not in RETRIEVALS:
+        raise ConfigError(f"unknown retrieval {retrieval!r}; choose {', '.join(RETRIEVALS)}", source="--retrieval")
+    if retriever_url:
+        raise ConfigError(
+            "a /retrieve server searches the way it was started (`evigraph corpus serve CORPUS --retrieval "
+            f"{retrieval}`); --retrieval applies to a local --corpus",
+            source="--retrieval",
+        )
+    if not corpus:
+        raise ConfigError(f"--retrieval {retrieval} needs a local --corpus to search", source="--retrieval")
+    from evigraph.corpora.prebuilt import prebuilt_name
+
+    if prebuilt_name(corpus) is not None:
+        raise ConfigError(
+            f"{corpus} is a Pyserini BM25 index; --retrieval {retrieval} needs a corpus with a dense index "
+            "(`evigraph corpus build SOURCE --out DIR --dense minilm`)",
+            source="--retrieval",
+        )
+    from evigraph.corpora.registry import resolve_corpus
+    from evigraph.tools.dense_search import require_dense_index
+
+    require_dense_index(resolve_corpus(corpus, build_bundled=False), corpus)
 
 
 def open_search(

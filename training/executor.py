@@ -73,6 +73,11 @@ class RolloutConfig(BaseModel):
     corpus: str | None = None
     """A corpus name or directory the executor searches in process (one-process engines); never with
     ``retriever_url``."""
+    retrieval: str | None = None
+    """How the run's corpus is searched: ``bm25`` (``None``), ``dense`` or ``hybrid``
+    (:data:`~evigraph.tools.search.RETRIEVALS`). The executor applies it to ``corpus``; beside ``retriever_url``
+    it records what the served corpus was started with (``evigraph corpus serve --retrieval``, the server's
+    own choice), so one rollout config serves both engines of ``evigraph train --corpus``."""
     judge: str | None = None
     """A frozen judge for agents whose graph grades its own steps (StepGap): a generator spec such as
     ``openai:MODEL@http://127.0.0.1:8001/v1``. The policy being trained never grades itself."""
@@ -87,6 +92,10 @@ class RolloutConfig(BaseModel):
     def _one_search(self) -> RolloutConfig:
         if self.corpus and self.retriever_url:
             raise ValueError("give corpus (search in process) or retriever_url (a server), not both")
+        from evigraph.tools.search import RETRIEVALS
+
+        if self.retrieval is not None and self.retrieval not in RETRIEVALS:
+            raise ValueError(f"retrieval {self.retrieval!r}: expected one of {', '.join(RETRIEVALS)}")
         return self
 
 
@@ -113,8 +122,8 @@ class GraphExecutor:
     Args:
         config: what to run.
         resources: tools to build the graph with (tests pass fakes); by default a ``search`` resource is a
-            :class:`~evigraph.tools.remote_search.RemoteSearch` on ``config.retriever_url``, or a BM25 search of
-            ``config.corpus`` in process.
+            :class:`~evigraph.tools.remote_search.RemoteSearch` on ``config.retriever_url``, or a search of
+            ``config.corpus`` in process (``config.retrieval``: BM25, dense or hybrid).
     """
 
     def __init__(self, config: RolloutConfig, *, resources: dict[str, Any] | None = None) -> None:
@@ -166,8 +175,12 @@ class GraphExecutor:
             from evigraph.tools.search import open_search
 
             url, corpus = self.config.retriever_url, self.config.corpus
+            # A server searches the way it was started: retrieval applies to an in-process corpus only.
+            retrieval = self.config.retrieval if corpus else None
             # neither: the graph decides whether its variant needs one
-            resources["search"] = open_search(corpus=corpus, retriever_url=url) if url or corpus else None
+            resources["search"] = (
+                open_search(corpus=corpus, retriever_url=url, retrieval=retrieval) if url or corpus else None
+            )
         if "nli" in spec.resources:
             from evigraph.tools.nli import make_nli
 

@@ -7,9 +7,10 @@ from this process's environment), the environment variables OpenRLHF itself sets
 that installs the advantage mode in the trainer actor; then OpenRLHF's stock CLI module runs as ``__main__``
 (its ``train`` calls ``ray.init`` only when Ray is not running yet). No fork, no patched copy of OpenRLHF.
 
-A run with ``--corpus`` serves it for the job: ``command.sh`` starts ``evigraph corpus serve`` in the background
-on the Ray head's address (``$RAY_HEAD_IP``, default 127.0.0.1: set it to an address the other nodes reach), stops
-it when the script exits (a trap), and passes its URL to this launcher's own options before ``--``:
+A run with ``--corpus`` serves it for the job: ``command.sh`` starts ``evigraph corpus serve`` (with the run's
+``--retrieval``) in the background on the Ray head's address (``$RAY_HEAD_IP``, default 127.0.0.1: set it to an
+address the other nodes reach), stops it when the script exits (a trap), and passes its URL to this launcher's
+own options before ``--``:
 ``--retriever-url URL`` waits for the server's ``/health`` (``--wait`` seconds; ``--server-pid`` fails at once when
 the server died), then writes the URL into the rollout config every rollout actor reads.
 """
@@ -56,10 +57,12 @@ def runtime_env(environ: dict[str, str] | None = None) -> dict[str, object]:
     return {"env_vars": env_vars, "worker_process_setup_hook": f"{advantage_patch.__name__}.setup_hook"}
 
 
-def serve_lines(corpus: str, port: int) -> list[str]:
+def serve_lines(corpus: str, port: int, retrieval: str | None = None) -> list[str]:
     """``command.sh``'s lines that serve ``corpus`` for the job: bound to ``$RAY_HEAD_IP`` (default 127.0.0.1),
-    in the background, killed when the script exits (normally, on failure or on INT/TERM)."""
-    serve = shlex.join([sys.executable, "-m", "evigraph.cli.app", "corpus", "serve", corpus, "--port", str(port)])
+    in the background, killed when the script exits (normally, on failure or on INT/TERM); searched by
+    ``retrieval`` (``--retrieval``; ``None``: the server's default, BM25)."""
+    words = [sys.executable, "-m", "evigraph.cli.app", "corpus", "serve", corpus, "--port", str(port)]
+    serve = shlex.join([*words, "--retrieval", retrieval] if retrieval is not None else words)
     return [
         f"# The run's retrieval server on the Ray head (${HEAD_ENV}, default 127.0.0.1), stopped with the job.",
         f'export {HEAD_ENV}="${{{HEAD_ENV}:-127.0.0.1}}"',

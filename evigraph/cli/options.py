@@ -105,8 +105,9 @@ RESOURCE_OPTIONS: dict[str, tuple[Option, ...]] = {
             "search__corpus",
             str,
             ("--corpus",),
-            "BM25 corpus: a name (`evigraph corpus list`), a corpus directory, or pyserini:NAME (a Pyserini prebuilt "
-            "index, e.g. pyserini:wikipedia-kilt-doc; see docs/corpora.md).",
+            "Corpus to search (BM25 unless --retrieval says otherwise): a name (`evigraph corpus list`), a corpus "
+            "directory, or pyserini:NAME (a Pyserini prebuilt BM25 index, e.g. pyserini:wikipedia-kilt-doc; see "
+            "docs/corpora.md).",
             _SEARCH,
             "corpus",
         ),

@@ -53,6 +53,10 @@ def serve_command(
         str | None,
         typer.Option("--retriever-url", metavar="URL", help=_help("retriever_url"), rich_help_panel=_AGENTS),
     ] = None,
+    retrieval: Annotated[
+        str | None,
+        typer.Option("--retrieval", metavar="bm25|dense|hybrid", help=_help("retrieval"), rich_help_panel=_AGENTS),
+    ] = None,
     nli: Annotated[
         Path | None, typer.Option("--nli", metavar="DIR", help=_help("nli"), rich_help_panel=_AGENTS)
     ] = None,
@@ -98,6 +102,7 @@ def serve_command(
         "model": model,
         "corpus": corpus,
         "retriever_url": retriever_url,
+        "retrieval": retrieval,
         "nli": nli,
         "host": host,
         "port": port,

@@ -5,9 +5,10 @@ rollout config every rollout actor reads, and starts :mod:`evigraph.training.lau
 the config. ``--dry-run`` stops before starting and prints the exact command line (also written to
 ``OUT/command.sh``). Training needs the ``[train]`` extra on a GPU machine; on any other machine the command
 says what is missing. ``--corpus NAME|PATH`` serves the corpus for the run from ``command.sh`` (bound to
-``$RAY_HEAD_IP``, stopped with the job; :mod:`evigraph.training.launch`); ``--retriever-url`` names a server the
-user runs. Training data keeps repeated ids and exact repeats (:mod:`evigraph.training.data`); the counts are
-printed.
+``$RAY_HEAD_IP``, stopped with the job; :mod:`evigraph.training.launch`), searched by ``--retrieval``
+(``bm25``, ``dense`` or ``hybrid``; the TRL engine searches it in process the same way); ``--retriever-url``
+names a server the user runs. Training data keeps repeated ids and exact repeats
+(:mod:`evigraph.training.data`); the counts are printed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class ServedCorpus(NamedTuple):
     corpus: str
     """A corpus name, ``pyserini:NAME`` (or ``prebuilt:NAME``) or an absolute directory."""
     port: int
+    retrieval: str | None = None
+    """``corpus serve --retrieval`` (``None``: the server's default, BM25)."""
 
 
 class StagePlan(NamedTuple):
@@ -92,6 +95,7 @@ def training_plan(
     corpus: str | None = None,
     corpus_port: int = 8000,
     reward: str | None = None,
+    retrieval: str | None = None,
 ) -> list[StagePlan]:
     """Write the prompt data and rollout config of every stage under ``out``; return each stage's launcher argv,
     its extra environment and its number of training prompts. A config without a curriculum is one stage
@@ -99,15 +103,19 @@ def training_plan(
     checkpoint. ``corpus`` is served by ``command.sh`` on ``corpus_port`` (see :func:`command_lines`); the
     rollout config gets its URL on ``$RAY_HEAD_IP`` (as set now, default 127.0.0.1), which the launcher rewrites
     with the address the job serves it on. ``reward`` is ``--reward``: a reward name or preset of the agent.
+    ``retrieval`` is how ``corpus`` is searched (``bm25``, ``dense``, ``hybrid``): the served line's
+    ``--retrieval`` and the rollout config's ``retrieval`` (what the TRL engine searches in process with).
 
     Raises:
         ConfigError: a bad config or override, records without gold, a mode the config cannot run, a curriculum
             the agent cannot reshape its records for, a corpus for an agent that does not search (or with a
-            retriever URL), an unknown corpus.
+            retriever URL), an unknown corpus; an unknown retrieval, dense/hybrid with a retriever URL or on a
+            corpus without a dense index.
     """
     from evigraph.registry import get_agent
     from evigraph.training.config import load_train_config
 
+    _check_retrieval(corpus, retrieval, retriever_url)
     config = load_train_config(config_name, overrides)
     agent = get_agent(config.agent).load()
     if reward is not None:
@@ -126,7 +134,7 @@ def training_plan(
         raise ConfigError(f"advantage mode {config.advantage.mode} builds on algo.advantage.estimator: group_norm")
     served = None
     if corpus is not None:
-        served = _served(agent, corpus, corpus_port, retriever_url)
+        served = _served(agent, corpus, corpus_port, retriever_url)._replace(retrieval=retrieval)
         retriever_url = _planned_url(corpus_port)
     if "search" in agent.spec.resources and retriever_url is None and not config.agent_config.get("offline"):
         raise ConfigError(
@@ -147,7 +155,9 @@ def training_plan(
             f"{data}: training needs gold answers; {len(missing)} record(s) have none, e.g. {missing[0]!r}"
         )
     if not config.curriculum:
-        stage = _stage_plan(config, "main", inputs, model=model, out=out, retriever_url=retriever_url, flags={})
+        stage = _stage_plan(
+            config, "main", inputs, model=model, out=out, retriever_url=retriever_url, retrieval=retrieval, flags={}
+        )
         return [stage._replace(data=summary, served=served)]
     stages = []
     for number, stage in enumerate(config.curriculum, start=1):
@@ -158,7 +168,14 @@ def training_plan(
         where = out / f"stage-{number}-{stage.name}"
         start = model if number == 1 else str((stages[-1].out / "ckpt").resolve())
         planned = _stage_plan(
-            config, stage.name, shaped, model=start, out=where, retriever_url=retriever_url, flags=stage.openrlhf
+            config,
+            stage.name,
+            shaped,
+            model=start,
+            out=where,
+            retriever_url=retriever_url,
+            retrieval=retrieval,
+            flags=stage.openrlhf,
         )
         stages.append(planned._replace(data=summary, served=served))
     return stages
@@ -182,6 +199,18 @@ def _served(agent: Any, corpus: str, port: int, retriever_url: str | None) -> Se
     return ServedCorpus(corpus if location.resolve() != Path(corpus).resolve() else str(location.resolve()), port)
 
 
+def _check_retrieval(corpus: str | None, retrieval: str | None, retriever_url: str | None) -> None:
+    """Refuse a ``--retrieval`` the run cannot search by, before anything loads (the config, the agent, a model).
+
+    Raises:
+        ConfigError: an unknown retrieval; dense/hybrid with ``--retriever-url`` (its server searches the way it
+            was started), without ``--corpus``, on a Pyserini prebuilt index or on a corpus without a dense index.
+    """
+    from evigraph.tools.search import check_retrieval
+
+    check_retrieval(corpus=corpus, retriever_url=retriever_url, retrieval=retrieval)
+
+
 def _planned_url(port: int) -> str:
     """The served corpus's URL as planned (``$RAY_HEAD_IP`` now, default 127.0.0.1); the launcher rewrites it
     with the address the job serves it on."""
@@ -200,7 +229,7 @@ def command_lines(stages: list[StagePlan]) -> list[str]:
     from evigraph.training.launch import serve_lines, served_url
 
     served = stages[0].served if stages else None
-    lines = serve_lines(served.corpus, served.port) if served is not None else []
+    lines = serve_lines(served.corpus, served.port, served.retrieval) if served is not None else []
     for stage in stages:
         env = " ".join(f"{k}={shell_line([v])}" for k, v in stage.env.items())
         argv = shell_line(stage.argv)
@@ -220,6 +249,7 @@ def _stage_plan(
     model: str,
     out: Path,
     retriever_url: str | None,
+    retrieval: str | None = None,
     flags: dict[str, Any],
 ) -> StagePlan:
     from evigraph.config import settings_for
@@ -233,7 +263,7 @@ def _stage_plan(
     n_prompts = write_prompt_dataset(config.agent, inputs, prompts)
     # The rollout takes every field the training config shares with it, plus where this run searches and logs.
     rollout = settings_for(executor.RolloutConfig, config).model_copy(
-        update={"retriever_url": retriever_url, "run_dir": str(out.resolve())}
+        update={"retriever_url": retriever_url, "retrieval": retrieval, "run_dir": str(out.resolve())}
     )
     atomic_write(out / "rollout.json", rollout.model_dump_json(indent=2) + "\n")
     flags = {
@@ -276,6 +306,14 @@ def train_command(
         ),
     ] = None,
     corpus_port: Annotated[int, typer.Option("--corpus-port", help="The served corpus's port.")] = 8000,
+    retrieval: Annotated[
+        str | None,
+        typer.Option(
+            "--retrieval",
+            help="How --corpus is searched: bm25 (default), dense or hybrid (needs the FAISS index `evigraph corpus "
+            "embed` builds); the served corpus and the TRL engine's in-process search both use it.",
+        ),
+    ] = None,
     reward: Annotated[
         str | None,
         typer.Option("--reward", help="One of the agent's rewards or a reward preset (listed below)."),
@@ -315,6 +353,7 @@ def train_command(
         corpus=corpus,
         corpus_port=corpus_port,
         reward=reward,
+        retrieval=retrieval,
     )
     if stages and stages[0].data is not None:  # repeats are kept on either engine: say how many
         err_console.print(f"[dim]{data}: {stages[0].data.describe()}[/]")

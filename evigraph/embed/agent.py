@@ -123,17 +123,23 @@ def resolve_model(model: Any) -> Any:
     )
 
 
-def resolve_search(search: Any) -> Any:
-    """The search tool a host names: ``None``, a corpus name or directory, a ``/retrieve`` URL, or a search tool
-    (anything with ``search`` and ``batch_search``)."""
+def resolve_search(search: Any, *, retrieval: str | None = None) -> Any:
+    """The search tool a host names: ``None``, a corpus name or directory (searched by ``retrieval``: ``bm25``,
+    the default, ``dense`` or ``hybrid``), a ``/retrieve`` URL, or a search tool (anything with ``search`` and
+    ``batch_search``; ``open_search(corpus=..., retrieval=...)`` makes one that searches any way)."""
     if search is None or (hasattr(search, "search") and hasattr(search, "batch_search")):
+        if retrieval not in (None, "bm25"):
+            raise ConfigError(
+                "retrieval applies to a corpus named by its name or directory, not to a search tool",
+                source="retrieval",
+            )
         return search
     if isinstance(search, str):
         from evigraph.tools.search import open_search
 
         if search.startswith(("http://", "https://")):
-            return open_search(retriever_url=search)
-        return open_search(corpus=search)
+            return open_search(retriever_url=search, retrieval=retrieval)
+        return open_search(corpus=search, retrieval=retrieval)
     raise ConfigError(
         f"search must be a corpus name or directory, a /retrieve URL or a search tool, got {type(search).__name__}",
         source="search",

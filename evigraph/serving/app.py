@@ -50,6 +50,7 @@ def build_verifiers(settings: ServeSettings, *, model: Any = None) -> dict[str, 
     """
     from evigraph.embed.agent import resolve_model, resolve_search
     from evigraph.registry import get_agent, load_agents
+    from evigraph.tools.search import check_retrieval
 
     required = list(dict.fromkeys([*settings.agents, *([settings.guard] if settings.guard else [])]))
     for name in required:  # a misspelt name fails before the model loads
@@ -59,8 +60,9 @@ def build_verifiers(settings: ServeSettings, *, model: Any = None) -> dict[str, 
             flag = "--agent" if name in settings.agents else "--guard"
             raise ConfigError(f"agent {name!r} cannot be served: {error}", source=flag) from None
     candidates = required if settings.agents else list(dict.fromkeys([*required, *load_agents()[0]]))
+    check_retrieval(corpus=settings.corpus, retriever_url=settings.retriever_url, retrieval=settings.retrieval)
     generator = resolve_model(model if model is not None else settings.model)
-    search = resolve_search(settings.search)
+    search = resolve_search(settings.search, retrieval=settings.retrieval)
     nli = str(settings.nli) if settings.nli is not None else None
     verifiers: dict[str, Verifier] = {}
     for name in candidates:

@@ -1,12 +1,13 @@
 """What one LangGraph server run asks of an agent, read and checked, and the graph built from it once.
 
 A run chooses in its config's ``configurable``: ``model`` (a generator spec), ``search`` (a corpus name or
-directory, or a ``/retrieve`` URL), ``nli`` (an NLI checkpoint directory) and any field of the agent's config
-(``max_searches`` ...). What it leaves out comes from the server's environment: ``EVIGRAPH_MODEL`` and the rest of
-evigraph's settings (:func:`~evigraph.config.load_settings`: ``EVIGRAPH_*`` variables, ``evigraph.toml``, an
-agent's ``[agents.NAME]`` section), ``EVIGRAPH_SEARCH`` and ``EVIGRAPH_NLI``. Other keys of ``configurable`` are
-the server's own (``thread_id``, ``run_id``, ...) and are left alone. Every value is checked before anything
-loads; a bad one raises a :class:`~evigraph.errors.ConfigError` naming its key.
+directory, or a ``/retrieve`` URL), ``retrieval`` (how a corpus is searched: ``bm25``, ``dense``, ``hybrid``),
+``nli`` (an NLI checkpoint directory) and any field of the agent's config (``max_searches`` ...). What it leaves
+out comes from the server's environment: ``EVIGRAPH_MODEL`` and the rest of evigraph's settings
+(:func:`~evigraph.config.load_settings`: ``EVIGRAPH_*`` variables, ``evigraph.toml``, an agent's
+``[agents.NAME]`` section), ``EVIGRAPH_SEARCH``, ``EVIGRAPH_RETRIEVAL`` and ``EVIGRAPH_NLI``. Other keys of
+``configurable`` are the server's own (``thread_id``, ``run_id``, ...) and are left alone. Every value is checked
+before anything loads; a bad one raises a :class:`~evigraph.errors.ConfigError` naming its key.
 
 The server calls a graph factory for every run and for every read of a graph (Studio drawing it, its schemas, a
 thread's state). A read gets the graph built over stand-ins that load nothing -- the same nodes and edges -- and a
@@ -34,10 +35,20 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evigraph.config import GeneratorConfig
 from evigraph.errors import ConfigError, ToolError
 
-__all__ = ("KEPT_GRAPHS", "SERVING_ENV", "ServedContext", "ServedRun", "read_run", "served_graph")
+__all__ = (
+    "KEPT_GRAPHS",
+    "RETRIEVAL_ENV",
+    "SERVING_ENV",
+    "ServedContext",
+    "ServedRun",
+    "read_run",
+    "served_graph",
+)
 
 SERVING_ENV: Mapping[str, str] = {"search": "EVIGRAPH_SEARCH", "nli": "EVIGRAPH_NLI"}
 """The server's default search tool and NLI engine, by the ``configurable`` key a run overrides them with."""
+RETRIEVAL_ENV = "EVIGRAPH_RETRIEVAL"
+"""The server's default ``retrieval`` of a corpus search tool (``configurable.retrieval`` overrides it)."""
 
 KEPT_GRAPHS = 32
 """Built graphs kept (least recently used out first)."""
@@ -56,6 +67,8 @@ class ServedRun(BaseModel):
     generator: GeneratorConfig
     search: str | None
     """Only for graphs that take a search tool."""
+    retrieval: str | None = None
+    """How ``search`` is searched when it names a corpus (``None``: BM25)."""
     nli: str | None
     """Only for graphs that take an NLI engine."""
     config: BaseModel | None
@@ -64,7 +77,8 @@ class ServedRun(BaseModel):
     def key(self) -> tuple[Hashable, ...]:
         """What tells two builds apart."""
         settings = None if self.config is None else self.config.model_dump_json()
-        return (self.agent, self.embedded, self.generator.model_dump_json(), self.search, self.nli, settings)
+        generator = self.generator.model_dump_json()
+        return (self.agent, self.embedded, generator, self.search, self.retrieval, self.nli, settings)
 
 
 def read_run(
@@ -95,7 +109,8 @@ def read_run(
     loaded = get_agent(agent).load()
     env = os.environ if env is None else env
     # The serving variables are not settings: load_settings refuses EVIGRAPH_* names it does not know.
-    settings = load_settings(env={name: value for name, value in env.items() if name not in SERVING_ENV.values()})
+    served_only = {*SERVING_ENV.values(), RETRIEVAL_ENV}
+    settings = load_settings(env={name: value for name, value in env.items() if name not in served_only})
     generator = settings.generator
     model = _text(chosen, "model")
     if model is not None:
@@ -104,6 +119,7 @@ def read_run(
     taken = _resources(loaded, embedded=embedded)
     named = {key: _text(chosen, key) or env.get(name) or None for key, name in SERVING_ENV.items()}
     resources = {key: value if key in taken else None for key, value in named.items()}
+    retrieval = _retrieval(resources["search"], _text(chosen, "retrieval"), env.get(RETRIEVAL_ENV) or None)
     config = None
     if loaded.config is not None:
         base = agent_config(settings, loaded.name, loaded.config)
@@ -114,7 +130,9 @@ def read_run(
             problem = invalid.errors(include_url=False)[0]
             field = ".".join(map(str, problem["loc"])) or "config"
             raise ConfigError(f"agent {loaded.name!r}: {problem['msg']}", source=f"configurable.{field}") from None
-    return ServedRun(agent=loaded.name, embedded=embedded, generator=generator, config=config, **resources)
+    return ServedRun(
+        agent=loaded.name, embedded=embedded, generator=generator, config=config, retrieval=retrieval, **resources
+    )
 
 
 def served_graph(run: ServedRun, *, execute: bool) -> Any:
@@ -195,7 +213,9 @@ def _build(run: ServedRun, *, execute: bool) -> Any:
     if execute:
         generator = _GENERATORS.get(run.generator.model_dump_json(), lambda: make_generator(run.generator))
         if run.search:
-            search = _SEARCH_TOOLS.get(run.search, lambda: resolve_search(run.search))
+            search = _SEARCH_TOOLS.get(
+                (run.search, run.retrieval), lambda: resolve_search(run.search, retrieval=run.retrieval)
+            )
         if run.nli:
             nli = _NLI_ENGINES.get(run.nli, lambda: _make_nli(run.nli or ""))
     else:
@@ -241,6 +261,23 @@ def _text(chosen: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"expected a non-empty string, got {json.dumps(value)[:80]}", source=f"configurable.{key}")
     return value.strip()
+
+
+def _retrieval(search: str | None, chosen: str | None, default: str | None) -> str | None:
+    """The run's retrieval (``configurable.retrieval``, else :data:`RETRIEVAL_ENV`), checked against its search
+    without opening anything; ``None`` when the graph searches nothing."""
+    retrieval = chosen or default
+    if search is None or retrieval is None:
+        return None
+    from evigraph.tools.search import check_retrieval
+
+    url = search.startswith(("http://", "https://"))
+    try:
+        check_retrieval(corpus=None if url else search, retriever_url=search if url else None, retrieval=retrieval)
+    except ConfigError as error:
+        source = "configurable.retrieval" if chosen else RETRIEVAL_ENV
+        raise ConfigError(str(error).removeprefix(f"{error.source}: "), source=source) from None
+    return retrieval
 
 
 def _check_model(spec: str, source: str | None) -> None:

