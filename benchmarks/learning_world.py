@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", default="", help="run only these seeds (comma-separated); others are read if kept")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="seeds run at once, each in its own process (--threads each); 2 on 2 cores"
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # a --jobs child: keep, then stop
     parser.add_argument("--out", type=Path, default=Path("runs/learning-world"))
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--small", action="store_true", help="a smaller world (400 people, 300 warm-start steps)")
@@ -115,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
          args.threads, args.train_anyway],
     )  # fmt: skip
     only = {int(s) for s in args.only.split(",")} if args.only else None
+    if args.jobs > 1 and only is None:
+        run_in_processes(argv if argv is not None else sys.argv[1:], args, fingerprint)
     seeds: list[dict[str, Any]] = []
     for seed in range(args.seeds):
         kept = args.out / f"seed-{seed}" / "result.json"
@@ -133,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             eval_every=args.eval_every,
             settings=settings,
             out=args.out / f"seed-{seed}",
-            log=lambda line: print(line, file=sys.stderr, flush=True),
+            log=lambda line, seed=seed: print(f"[seed {seed}] {line}", file=sys.stderr, flush=True),
             require_probe=not args.train_anyway,
         )
         seeds.append(result)
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         kept.write_text(json.dumps({"fingerprint": fingerprint, "result": result}) + "\n", encoding="utf-8")
         if not result["probe_ok"]:
             print(f"seed {seed}: the warm start's label ignores the entry it read ({result['probe']})", file=sys.stderr)
+    if args.child:
+        return 0
     summary = summarize(seeds, modes, args.threshold)
     summary.update(
         args={k: str(v) for k, v in vars(args).items()},
@@ -165,6 +173,35 @@ def main(argv: list[str] | None = None) -> int:
         f"typed_gain_low={typed.get('gain_ci', [float('nan')] * 2)[0]:.4f}"
     )
     return 0
+
+
+def run_in_processes(argv: list[str], args: argparse.Namespace, fingerprint: str) -> None:
+    """Run the seeds not yet kept as ``--only K`` children of this script, ``args.jobs`` at a time; each keeps its
+    result in ``OUT/seed-K/result.json``, which the caller then reads like any kept seed. The world is prepared
+    (its corpus built) by the caller first, so the children only reuse it. A child that fails stops the run."""
+    import subprocess
+
+    def kept(seed: int) -> bool:
+        path = args.out / f"seed-{seed}" / "result.json"
+        return path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("fingerprint") == fingerprint
+
+    pending = [seed for seed in range(args.seeds) if not kept(seed)]
+    running: list[tuple[int, subprocess.Popen[bytes]]] = []
+    while pending or running:
+        while pending and len(running) < args.jobs:
+            seed = pending.pop(0)
+            command = [sys.executable, __file__, *argv, "--only", str(seed), "--jobs", "1", "--child"]
+            print(f"seed {seed}: started in its own process", file=sys.stderr, flush=True)
+            running.append((seed, subprocess.Popen(command, stdout=subprocess.DEVNULL)))
+        time.sleep(1.0)
+        for seed, process in list(running):
+            if process.poll() is None:
+                continue
+            running.remove((seed, process))
+            if process.returncode != 0:
+                for _, other in running:
+                    other.terminate()
+                raise SystemExit(f"seed {seed}: its process exited with {process.returncode}")
 
 
 def summarize(seeds: list[dict[str, Any]], modes: list[str], threshold: float | None) -> dict[str, Any]:
