@@ -17,7 +17,18 @@ Each measured step runs in its own process (its own JVM, its own peak RSS), with
 * search on the ``given`` index: ``BM25Search.batch_search`` against raw ``LuceneSearcher.batch_search`` (+ the
   stored JSON of every hit), same queries (a random sentence with ~30 % of its words dropped, ≤ 12 words),
   same threads, interleaved runs, best of ``--repeat``: ``qps_ratio`` (goal ≥ 0.9); ``p99_ms``: one
-  ``BM25Search.search`` per query.
+  ``BM25Search.search`` per query;
+* ``/retrieve`` under load (``--retrieve-clients``, default 64; 0 skips it): ``evigraph corpus serve`` on the
+  ``given`` index (its own process, a free loopback port, ``--threads``), driven by that many keep-alive HTTP/1.1
+  clients in this process, each POSTing ``{"queries": [one query], "topk": 3}`` back to back; the peer is the
+  same queries in-process, ``BM25Search.batch_search`` of ``clients`` queries at a time. That is the fair peer:
+  the server answers with exactly that call on the requests that arrive together (so the ratio is what HTTP,
+  JSON and the batching window cost), and ``BM25Search`` against raw ``LuceneSearcher`` is ``qps_ratio`` above
+  (``retrieve_ratio_vs_raw`` chains the two ratios; it is not measured directly). Two interleaved rounds of
+  ``--retrieve-seconds / 2`` per side after 2 s of warm-up; the hits over HTTP are first checked equal to the
+  in-process ones. ``retrieve_qps``, ``retrieve_p50_ms`` / ``retrieve_p99_ms`` (per request, as a client sees
+  it), ``retrieve_errors`` (anything but a 200 with 3 hits; goal 0), ``retrieve_ratio`` (goal ≥ 0.9 would mean
+  HTTP is nearly free; the clients share the cores with the server).
 
 Peak RSS is the build process's own (the JVM included); split builds also report the largest worker's.
 
@@ -32,11 +43,16 @@ and ``blingfire`` when installed.
 
 On a user's machine, the issue's size: ``--entries 2000000 --threads $(nproc)`` (about 1.3 GB of source and
 1.6 GB of corpus on disk; see docs/corpora.md for the per-entry costs measured here).
+
+Length: one benchmark script whose phases (source, build, peer build, search, /retrieve load, splitter
+comparison) share the source and each run in a child of the same file; split, each would need the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import itertools
 import json
 import math
@@ -48,6 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +259,183 @@ def phase_search(corpus: Path, queries: list[str], threads: int, repeat: int) ->
     }
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection, as lean as a client gets (the idea of ``serve_load.Connection``: a
+    client library would spend more CPU per request than the server, on the server's cores): ``POST`` a JSON body,
+    read the status and the ``Content-Length`` body; reconnects when the server closes."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.streams is None:
+            self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self.streams
+        try:
+            head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+            lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            headers = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
+            payload = await reader.readexactly(int(headers["content-length"]))
+        except Exception:
+            self.close()
+            raise
+        if headers.get("connection") == "close":
+            self.close()
+        return int(lines[0].split()[1]), payload
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
+@contextlib.contextmanager
+def _corpus_server(corpus: Path, threads: int) -> Iterator[tuple[int, int]]:
+    """``evigraph corpus serve`` on a free loopback port (the system picks it); yields (port, pid)."""
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "serve.log"
+        with log.open("w") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "evigraph.cli.app", "corpus", "serve", str(corpus), "--host", "127.0.0.1",
+                 "--port", "0", "--topk", str(K), "--threads", str(threads)],
+                stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 300
+            while "Uvicorn running on" not in (text := log.read_text(errors="replace")):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"evigraph corpus serve did not start:\n{text[-4000:]}")
+                time.sleep(0.05)
+            line = next(x for x in text.splitlines() if "Uvicorn running on" in x)
+            yield int(line.rsplit(":", 1)[1].split()[0]), process.pid
+        finally:
+            process.terminate()
+            process.wait(60)
+
+
+def _peak_rss_of(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _http_load(port: int, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
+    """``clients`` keep-alive connections, each POSTing ``/retrieve`` (one query, ``topk`` K) back to back for
+    ``seconds``; anything but a 200 with K hits for the one query is an error."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    bodies = [json.dumps({"queries": [q], "topk": K}).encode() for q in queries]
+    turn = itertools.count()
+    stop = time.perf_counter() + seconds
+
+    async def client() -> None:
+        connection = Connection(port)
+        try:
+            while time.perf_counter() < stop:
+                body = bodies[next(turn) % len(bodies)]
+                started = time.perf_counter()
+                try:
+                    status, payload = await connection.post("/retrieve", body)
+                    result = json.loads(payload)["result"] if status == 200 else None
+                    ok = result is not None and len(result) == 1 and len(result[0]) == K
+                    error = None if ok else f"HTTP {status}: {payload[:200]!r}"
+                except Exception as failure:
+                    error = f"{type(failure).__name__}: {failure}"
+                if error is None:
+                    latencies.append(time.perf_counter() - started)
+                else:
+                    errors.append(error)
+        finally:
+            connection.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return {"latencies": latencies, "errors": errors, "seconds": time.perf_counter() - started}
+
+
+def _batched_load(tool: Any, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
+    """The in-process peer: ``clients`` queries outstanding at a time, answered together by one
+    ``BM25Search.batch_search`` (what the server itself does with the requests that arrive together); each
+    query's latency is its batch's time."""
+    latencies: list[float] = []
+    turn = itertools.count()
+    stop = started = time.perf_counter()
+    stop += seconds
+    while time.perf_counter() < stop:
+        batch = [queries[next(turn) % len(queries)] for _ in range(clients)]
+        began = time.perf_counter()
+        tool.batch_search(batch, K)
+        latencies += [time.perf_counter() - began] * clients
+    return {"latencies": latencies, "errors": [], "seconds": time.perf_counter() - started}
+
+
+def phase_retrieve(corpus: Path, queries: list[str], threads: int, clients: int, seconds: float) -> dict[str, Any]:
+    """``POST /retrieve`` under ``clients`` concurrent clients against the in-process batched peer, in two
+    interleaved rounds of ``seconds / 2`` each (drift from other jobs falls on both)."""
+    from evigraph.tools.search import BM25Search
+
+    tool = BM25Search(corpus, threads=threads)
+    with _corpus_server(corpus, threads) as (port, pid):
+        # The same hits over HTTP as in-process, before any timing.
+        sample = queries[:50]
+        status, payload = asyncio.run(Connection(port).post("/retrieve", json.dumps({"queries": sample}).encode()))
+        assert status == 200, payload[:500]
+        remote = [[doc["id"] for doc in hits] for hits in json.loads(payload)["result"]]
+        assert remote == [[e.id for e in hits] for hits in tool.batch_search(sample, K)], "HTTP and in-process differ"
+        asyncio.run(_http_load(port, queries, clients, 2.0))  # warm-up of both
+        _batched_load(tool, queries, clients, 2.0)
+        http: dict[str, Any] = {"latencies": [], "errors": [], "seconds": 0.0}
+        local: dict[str, Any] = {"latencies": [], "errors": [], "seconds": 0.0}
+        for round_ in range(2):
+            runs = [("http", http), ("local", local)]
+            for name, into in runs if round_ == 0 else reversed(runs):
+                if name == "http":
+                    got = asyncio.run(_http_load(port, queries, clients, seconds / 2))
+                else:
+                    got = _batched_load(tool, queries, clients, seconds / 2)
+                for key in into:
+                    into[key] += got[key]
+        server_rss = _peak_rss_of(pid)
+    ms = [1000 * x for x in http["latencies"]]
+    local_ms = [1000 * x for x in local["latencies"]]
+    return {
+        "qps": len(ms) / http["seconds"],
+        "p50_ms": _percentile(ms, 0.5) if ms else float("nan"),
+        "p99_ms": _percentile(ms, 0.99) if ms else float("nan"),
+        "errors": len(http["errors"]),
+        "first_errors": list(dict.fromkeys(http["errors"]))[:3],
+        "peer_qps": len(local_ms) / local["seconds"],
+        "peer_p50_ms": _percentile(local_ms, 0.5),
+        "peer_p99_ms": _percentile(local_ms, 0.99),
+        "server_rss_mb": server_rss,
+    }
+
+
+def retrieve_summary(found: dict[str, Any], clients: int, qps_ratio: float) -> str:
+    """Print the /retrieve measurement; returns its RESULT fields (the ratio against raw Lucene chains the two
+    measured ratios: HTTP/in-process batched × BM25Search/raw)."""
+    ratio = found["qps"] / found["peer_qps"]
+    print(
+        f"/retrieve ({clients} clients, 1 query each, k={K}): {found['qps']:.0f} q/s, p50 {found['p50_ms']:.1f} ms, "
+        f"p99 {found['p99_ms']:.1f} ms, {found['errors']} errors | in-process BM25Search.batch_search of {clients} "
+        f"at a time: {found['peer_qps']:.0f} q/s, p50 {found['peer_p50_ms']:.1f} ms, p99 {found['peer_p99_ms']:.1f} ms "
+        f"| ratio {ratio:.3f}; server peak RSS {found['server_rss_mb']:.0f} MB",
+        flush=True,
+    )
+    for error in found["first_errors"]:
+        print(f"  error: {error}", flush=True)
+    return (
+        f"retrieve_clients={clients} retrieve_qps={found['qps']:.0f} retrieve_p50_ms={found['p50_ms']:.1f} "
+        f"retrieve_p99_ms={found['p99_ms']:.1f} retrieve_errors={found['errors']} "
+        f"retrieve_peer_qps={found['peer_qps']:.0f} retrieve_ratio={ratio:.3f} "
+        f"retrieve_ratio_vs_raw={ratio * qps_ratio:.3f} retrieve_server_rss_mb={found['server_rss_mb']:.0f}"
+    )
+
+
 def _texts(path: Path, limit: int) -> list[str]:
     texts: dict[str, None] = {}
 
@@ -328,6 +522,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     parser.add_argument("--splitter-text", type=Path, help="compare the splitters on this JSONL's texts instead")
     parser.add_argument("--texts", type=int, default=4000, help="texts for --splitter-text")
+    parser.add_argument("--retrieve-clients", type=int, default=64, help="clients of POST /retrieve (0: skip)")
+    parser.add_argument("--retrieve-seconds", type=float, default=20.0, help="seconds of /retrieve load per side")
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.splitter_text:
@@ -339,6 +535,9 @@ def main() -> None:
             result = phase_build(Path(rest[0]), Path(rest[1]), rest[2], int(rest[3]))
         elif name == "pyserini":
             result = phase_pyserini(Path(rest[0]), Path(rest[1]), int(rest[2]))
+        elif name == "retrieve":
+            queries = json.loads(Path(rest[1]).read_text(encoding="utf-8"))
+            result = phase_retrieve(Path(rest[0]), queries, int(rest[2]), int(rest[3]), float(rest[4]))
         else:
             queries = json.loads(Path(rest[1]).read_text(encoding="utf-8"))
             result = phase_search(Path(rest[0]), queries, int(rest[2]), int(rest[3]))
@@ -388,6 +587,17 @@ def main() -> None:
             f"{search['p50_ms']:.2f} ms, p99 {search['p99_ms']:.2f} ms",
             flush=True,
         )
+        retrieve = ""
+        if args.retrieve_clients > 0:
+            found = _in_child(
+                "retrieve",
+                str(work / first),
+                str(query_file),
+                str(args.threads),
+                str(args.retrieve_clients),
+                str(args.retrieve_seconds),
+            )
+            retrieve = retrieve_summary(found, args.retrieve_clients, search["tool_qps"] / search["raw_qps"]) + " "
         main_build = results[first]
         extra = " ".join(
             f"{kind}_build_s={r['seconds']:.1f} {kind}_ratio_vs_pyserini={r['ratio']:.2f}"
@@ -399,8 +609,7 @@ def main() -> None:
             f"build_ratio_vs_pyserini={main_build['ratio']:.2f} pyserini_s={main_build['peer']['seconds']:.1f} "
             f"peak_rss_mb={main_build['peak_rss_mb']:.0f} pyserini_rss_mb={main_build['peer']['peak_rss_mb']:.0f} "
             f"index_mb={main_build['index_mb']:.0f} {extra + ' ' if extra else ''}qps_ratio={qps_ratio:.3f} "
-            f"p99_ms={search['p99_ms']:.2f} "
-            f"threads={args.threads}",
+            f"p99_ms={search['p99_ms']:.2f} {retrieve}threads={args.threads}",
             flush=True,
         )
     finally:

@@ -49,7 +49,7 @@ from evigraph.embed import VerificationState, Verifier, verifier_node
 from evigraph.embed.middleware import VerificationMiddleware
 from evigraph.embed.tool import verifier_tool
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.runtime import tune_gc_for_long_run
+from evigraph.machine import tune_gc_for_long_run
 from evigraph.trajectory import Evidence, Segment
 
 ANSWER = "Hog Island Light was first lit in 1854."

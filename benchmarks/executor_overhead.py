@@ -34,7 +34,7 @@ from typing import Any
 
 from evigraph.agents.veri_r1.prompts import online_prompt
 from evigraph.generators.models import ensure_dequantized_copy
-from evigraph.runtime import tune_gc_for_long_run
+from evigraph.machine import tune_gc_for_long_run
 from evigraph.training.executor import GraphExecutor, RolloutConfig
 from evigraph.training.scripted_engine import ScriptedEngine, ScriptedSamplingParams
 from evigraph.trajectory import Evidence

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from evigraph.runtime import quiet_progress_bars
+from evigraph.machine import quiet_progress_bars
 from evigraph.tools.nli import NLIModel, NLIResult
 
 VOCABULARY = (

@@ -30,7 +30,7 @@ from evigraph.agents.veri_r1.schemas import VeriR1Config
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import SamplingParams
 from evigraph.graphs.veri_r1 import build_veri_r1_graph
-from evigraph.runtime import tune_gc_for_long_run
+from evigraph.machine import tune_gc_for_long_run
 from evigraph.trajectory import Evidence, Segment
 
 

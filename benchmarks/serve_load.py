@@ -44,7 +44,7 @@ from pathlib import Path
 
 from evigraph.embed.verifier import Verifier
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.runtime import tune_gc_for_long_run
+from evigraph.machine import tune_gc_for_long_run
 
 SOURCE = "Hog Island Light was a lighthouse in Virginia. It was first lit in 1854."
 INPUTS = {"claim": "Hog Island Light was first lit in 1854.", "source": SOURCE}

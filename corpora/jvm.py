@@ -43,7 +43,7 @@ from importlib.resources import files
 from typing import TypeVar
 
 from evigraph.errors import ConfigError, MissingDependencyError
-from evigraph.runtime import cache_root
+from evigraph.machine import cache_root
 
 __all__ = ("JvmInfo", "ajvm_call", "anserini_jar", "jvm_call", "jvm_started", "start_jvm")
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from evigraph.corpora.prebuilt import prebuilt_index_dir, prebuilt_name
 from evigraph.errors import ConfigError
 from evigraph.files import atomic_write
-from evigraph.runtime import cache_root
+from evigraph.machine import cache_root
 
 __all__ = (
     "BUNDLED",

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from evigraph.errors import ConfigError
-from evigraph.runtime import cache_root
+from evigraph.machine import cache_root
 
 __all__ = (
     "GeneratorConfig",
@@ -65,7 +65,7 @@ ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 
 def default_cache_dir() -> Path:
-    """Where evigraph keeps caches (dequantised models, built corpora); see :func:`evigraph.runtime.cache_root`."""
+    """Where evigraph keeps caches (dequantised models, built corpora); see :func:`evigraph.machine.cache_root`."""
     return cache_root()
 
 

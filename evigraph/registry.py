@@ -127,7 +127,7 @@ class AgentSpec(BaseModel):
     rollouts (a training config's ``mix`` term ``adapter: THIS->CHECKER``)."""
     checker: str | None = None
     """Training: ``module:factory`` of this agent as a frozen checker of other agents' runs, called as
-    ``factory(judge, nli=...)`` and returning a :class:`~evigraph.training.checker_service.FrozenChecker`."""
+    ``factory(judge, nli=...)`` and returning a :class:`~evigraph.training.checker_cache.FrozenChecker`."""
     distill: str | None = None
     """``module:function`` turning one stored trajectory into SFT examples for a student of this agent
     (``evigraph export-sft AGENT --student``): a list of ``{"id", "messages"}`` dicts."""

@@ -1,4 +1,4 @@
-"""The text-input convention of the agent verbs (:mod:`evigraph.cli.inputs`): ``TEXT``, ``@FILE``, ``-``."""
+"""The text-input convention of the agent verbs (:mod:`evigraph.cli.text_args`): ``TEXT``, ``@FILE``, ``-``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evigraph.cli.inputs import read_inputs, text_or_file
+from evigraph.cli.text_args import read_inputs, text_or_file
 from evigraph.errors import ConfigError
 
 

@@ -45,7 +45,7 @@ def floor(name: str) -> str:
     parts = name.split(".")
     if agent_of(name) and parts[1] == "agents":
         last = parts[-1]
-        return "job" if last in ("hooks", "checker_service") or last.endswith("_job") else "agent"
+        return "job" if last == "hooks" or last.endswith("_job") else "agent"
     if agent_of(name):
         return "graph"
     if name in KIT_GRAPHS or name in ("evigraph.registry", "evigraph.diagnostics") or parts[1:2] == ["evaluation"]:

@@ -175,7 +175,7 @@ class TextEncoder:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from evigraph.runtime import quiet_progress_bars
+        from evigraph.machine import quiet_progress_bars
 
         try:
             with quiet_progress_bars():

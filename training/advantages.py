@@ -13,7 +13,7 @@ returns one advantage per token (0 where the mask is 0).
   normalised over all steps of the group (each reward type separately, :attr:`Rollout.step_types`), each is
   placed on its step's last token, and ``P_t`` sums them from ``t`` to the end (reverse cumulative, gamma 1).
 
-Normalisation is :mod:`evigraph.advantages` (the one implementation, StepGap's worked examples use it too):
+Normalisation is :mod:`evigraph.group_norm` (the one implementation, StepGap's worked examples use it too):
 standard deviations are unbiased (N - 1), as torch's default that OpenRLHF uses; a group of one sample, or one
 value, has std 0. ``coef = 0`` gives back stock GRPO's numbers exactly; ``stepgap_dense`` with ``lam = 0``
 ranks like GRPO but divides by the token-pooled std.
@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evigraph.advantages import mean_std, pooled_standardise, standardise
+from evigraph.group_norm import mean_std, pooled_standardise, standardise
 
 __all__ = ("MODES", "AdvantageConfig", "AdvantageMode", "Rollout", "advantages")
 

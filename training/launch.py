@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evigraph.errors import ConfigError
-from evigraph.runtime import pid_alive
+from evigraph.machine import pid_alive
 from evigraph.training import advantage_patch, executor
 from evigraph.training.config import OPENRLHF_MODULE
 

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evigraph.errors import ConfigError
 from evigraph.rewards import AgentReward, Rewards
-from evigraph.training.checker_service import CheckerService
+from evigraph.training.checker_cache import CachedChecker
 from evigraph.trajectory import Trajectory
 
 __all__ = ("MixedReward", "ProcessTerm", "RewardMix", "adapter", "build_mix", "step_adapters")
@@ -124,7 +124,7 @@ class MixedReward:
     """The mixed reward of one run: ``await mixed(trajectory, own_rewards)`` → (scalar, per-step typed values,
     logs). Built once per rollout actor (:func:`build_mix`); the checker services are shared by its episodes."""
 
-    def __init__(self, mix: RewardMix, terms: list[tuple[ProcessTerm, Any, AgentReward, CheckerService]]) -> None:
+    def __init__(self, mix: RewardMix, terms: list[tuple[ProcessTerm, Any, AgentReward, CachedChecker]]) -> None:
         self.mix = mix
         self.terms = terms
 
@@ -174,10 +174,10 @@ def build_mix(mix: RewardMix) -> MixedReward:
         if term.checker is not None:
             from evigraph.imports import resolve
 
-            service = CheckerService(resolve(term.checker)(**term.checker_options))
+            service = CachedChecker(resolve(term.checker)(**term.checker_options))
         else:
             judge = make_generator(GeneratorConfig.model_validate({**term.judge_settings, "model": term.judge}))
             factory = checker_agent.require("checker")
-            service = CheckerService(factory(judge, nli=make_nli(term.nli) if term.nli else None))
+            service = CachedChecker(factory(judge, nli=make_nli(term.nli) if term.nli else None))
         terms.append((term, to_trace, reward, service))
     return MixedReward(mix, terms)

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from evigraph.cli.inputs import INPUT, Inputs, read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import highlighted, quoted
+from evigraph.cli.text_args import INPUT, Inputs, read_inputs
 from evigraph.errors import ConfigError
 
 __all__ = ("detect_command", "prepare_command")

@@ -14,9 +14,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evigraph.cli.inputs import INPUT, read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import table
+from evigraph.cli.text_args import INPUT, read_inputs
 from evigraph.event_loop import run_sync
 
 __all__ = ("annotate_command", "attribute_command", "evolve_command")

@@ -5,7 +5,7 @@ Pieces: :mod:`.labels` (no-gap / CC / IE / MB and repair actions), :mod:`.schema
 checks, config), :mod:`.claims` (what each stage reads), :mod:`.routing` (stages A–E as pure functions),
 :mod:`.prompts` and :mod:`.judge` (the LLM stages), :mod:`.rewards` (pure reward functions), :mod:`.scoring`
 (the reward object), :mod:`.metrics` and :mod:`.evaluation` (checker and answer evaluation), :mod:`.data`
-(records), :mod:`.hooks` (``evigraph check``), :mod:`.checker_service` (StepGap as a frozen checker in another
+(records), :mod:`.hooks` (``evigraph check``), :mod:`.checker_job` (StepGap as a frozen checker in another
 agent's training), :mod:`.distill` (a student's SFT examples). Graphs: :mod:`evigraph.graphs.stepgap_checker`
 (the checker), :mod:`evigraph.graphs.stepgap` (Search-R1 rollouts checked step by step),
 :mod:`evigraph.graphs.search_r1` (the generator). This module only declares the agent.
@@ -31,7 +31,7 @@ SPEC = AgentSpec(
     evaluation=f"{_PACKAGE}.evaluation:EVALUATION",
     resources=("search", "nli"),
     hooks={"run": f"{_PACKAGE}.hooks:check_command"},
-    checker=f"{_PACKAGE}.checker_service:StepGapChecker",
+    checker=f"{_PACKAGE}.checker_job:StepGapChecker",
     distill=f"{_PACKAGE}.distill:student_examples_of",
     conversation_inputs=f"{_PACKAGE}.conversation:inputs_from",
     verification=f"{_PACKAGE}.verification:to_verification",

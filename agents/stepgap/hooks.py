@@ -17,9 +17,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evigraph.cli.inputs import read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import table
+from evigraph.cli.text_args import read_inputs
 from evigraph.errors import InputDataError
 from evigraph.event_loop import run_sync
 

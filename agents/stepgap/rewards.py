@@ -18,9 +18,9 @@ from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from evigraph.advantages import pooled_standardise, standardise
 from evigraph.agents.search_r1.answers import exact_match, normalize_answer, token_f1
 from evigraph.agents.stepgap.labels import GAP_LABELS, GapLabel
+from evigraph.group_norm import pooled_standardise, standardise
 from evigraph.trajectory import RewardComponent
 
 __all__ = (

@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evigraph.cli.inputs import read_inputs
 from evigraph.cli.kit import AgentRun, agent_command
 from evigraph.cli.render import table
+from evigraph.cli.text_args import read_inputs
 from evigraph.errors import ConfigError
 
 __all__ = ("filter_command", "run_command")

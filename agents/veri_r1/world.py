@@ -9,7 +9,7 @@ states side by side, so the label follows from two nearby words. ``second_hop=Fa
 start that mostly skips the second hop knows how to check a fact it has in front of it but rarely goes and gets
 the missing one: that is what RL has to discover.
 
-**Checker.** :class:`WorldChecker` is a frozen checker (``evigraph.training.checker_service.FrozenChecker``) for
+**Checker.** :class:`WorldChecker` is a frozen checker (``evigraph.training.checker_cache.FrozenChecker``) for
 the ``veri-r1->stepgap`` process term: it labels each step of a Veri-R1 run (read as a StepGap trace) from the
 world's facts, no model involved:
 

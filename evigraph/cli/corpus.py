@@ -328,7 +328,7 @@ def serve(
 ) -> None:
     """Serve a corpus over HTTP with Search-R1's `POST /retrieve` API (concurrent requests are batched)."""
     from evigraph.corpora.registry import resolve_corpus
-    from evigraph.runtime import available_cpus
+    from evigraph.machine import available_cpus
     from evigraph.tools.retrieval_server import serve as run_server
     from evigraph.tools.search import open_retrieval
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, get_args
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
-from evigraph.cli.inputs import text_or_file
 from evigraph.cli.options import (
     GENERATOR_OPTIONS,
     RESOURCE_OPTIONS,
@@ -33,6 +32,7 @@ from evigraph.cli.options import (
     model_options,
     renamed,
 )
+from evigraph.cli.text_args import text_or_file
 from evigraph.errors import ConfigError
 from evigraph.jsonl import format_validation_error
 

@@ -113,7 +113,7 @@ def resolve_model(model: Any) -> Any:
     from langchain_core.language_models import BaseChatModel
 
     if isinstance(model, BaseChatModel):
-        from evigraph.generators.chat_model import ChatModelGenerator
+        from evigraph.generators.langchain_model import ChatModelGenerator
 
         return ChatModelGenerator(model)
     raise ConfigError(

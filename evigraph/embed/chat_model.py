@@ -14,7 +14,7 @@ is continued only by backends that can prefill (token backends); chat backends r
 
 The reply follows LangChain's convention, not evigraph's: a stop string that ended the turn is cut off the text
 (as OpenAI does) and named in ``response_metadata["stop_reason"]`` (as vLLM does), so a
-:class:`~evigraph.generators.chat_model.ChatModelGenerator` around this model puts it back exactly; an
+:class:`~evigraph.generators.langchain_model.ChatModelGenerator` around this model puts it back exactly; an
 end-of-sequence marker is removed. ``finish_reason`` is ``"length"`` at the token cap, else ``"stop"``.
 
 Per call, ``stop`` and the keyword arguments ``max_tokens``, ``temperature``, ``top_p`` and ``seed`` override the

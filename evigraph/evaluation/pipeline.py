@@ -67,7 +67,7 @@ def run_in_dir(
     """What every agent's ``eval`` does: pin the settings in ``out_dir``, freeze the startup heap, and run
     (or resume) ``items`` into ``out_dir/predictions.jsonl`` with :func:`~evigraph.evaluation.runner.run_records`.
     """
-    from evigraph.runtime import tune_gc_for_long_run
+    from evigraph.machine import tune_gc_for_long_run
 
     predictions = prepare_run_dir(out_dir, run_config)
     tune_gc_for_long_run()  # the loaded model, index and graph live all run: keep the collector from rescanning them

@@ -14,7 +14,7 @@ from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import Continuation, Guide, SamplingParams, StructuredError, StructuredResult
 
 if TYPE_CHECKING:
-    from evigraph.generators.chat_model import ChatModelGenerator
+    from evigraph.generators.langchain_model import ChatModelGenerator
     from evigraph.generators.openai_compat import OpenAICompatibleGenerator
     from evigraph.generators.transformers import TransformersGenerator
     from evigraph.generators.vllm import VLLMGenerator
@@ -39,7 +39,7 @@ _LAZY = {
     "TransformersGenerator": "evigraph.generators.transformers",
     "VLLMGenerator": "evigraph.generators.vllm",
     "OpenAICompatibleGenerator": "evigraph.generators.openai_compat",
-    "ChatModelGenerator": "evigraph.generators.chat_model",
+    "ChatModelGenerator": "evigraph.generators.langchain_model",
 }
 
 

@@ -124,7 +124,7 @@ def _make(spec: GeneratorSpec, config: GeneratorConfig) -> BaseGenerator:
 
         return OpenAICompatibleGenerator(spec.target, spec.model or "")
     if spec.kind == "langchain":
-        from evigraph.generators.chat_model import ChatModelGenerator
+        from evigraph.generators.langchain_model import ChatModelGenerator
         from evigraph.imports import resolve
 
         model = resolve(spec.target)

@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evigraph.errors import GeneratorError, MissingDependencyError
-from evigraph.runtime import cache_root, pid_alive, quiet_progress_bars
+from evigraph.machine import cache_root, pid_alive, quiet_progress_bars
 
 __all__ = (
     "EMBEDDED_MODEL_NAME",
@@ -86,7 +86,7 @@ def find_embedded_gguf() -> Path | None:
 
 
 def default_model_cache_dir() -> Path:
-    """``<cache root>/models/smollm2-135m-instruct`` (see :func:`evigraph.runtime.cache_root`)."""
+    """``<cache root>/models/smollm2-135m-instruct`` (see :func:`evigraph.machine.cache_root`)."""
     return cache_root() / "models" / EMBEDDED_MODEL_NAME
 
 

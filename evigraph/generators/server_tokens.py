@@ -1,7 +1,7 @@
 """Per-token logprobs (and token ids) as OpenAI-compatible servers report them, read without trusting the server.
 
 Text backends (:class:`~evigraph.generators.openai_compat.OpenAICompatibleGenerator`,
-:class:`~evigraph.generators.chat_model.ChatModelGenerator`) get the generated tokens back in one of two shapes:
+:class:`~evigraph.generators.langchain_model.ChatModelGenerator`) get the generated tokens back in one of two shapes:
 
 - chat completions: ``choices[0].logprobs.content[i]`` = ``{"token", "logprob", "bytes", "top_logprobs"}``;
 - (legacy) completions: ``choices[0].logprobs`` = ``{"tokens": [...], "token_logprobs": [...], ...}``.

@@ -48,7 +48,7 @@ from evigraph.errors import ConfigError, GeneratorError, MissingDependencyError
 from evigraph.generators.base import BaseGenerator, check_transcript
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.types import Continuation, FinishReason, Guide, SamplingParams
-from evigraph.runtime import configure_torch_threads, quiet_progress_bars
+from evigraph.machine import configure_torch_threads, quiet_progress_bars
 from evigraph.trajectory import Segment
 
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ from evigraph.report.view import (
     Highlight,
     KeyValuesBlock,
     RecordView,
-    Segment,
-    SegmentsBlock,
     TableBlock,
     TextBlock,
     Tone,
+    TranscriptBlock,
+    TranscriptPiece,
 )
 
 __all__ = (
@@ -33,11 +33,11 @@ __all__ = (
     "RecordView",
     "ReportPage",
     "RunReport",
-    "Segment",
-    "SegmentsBlock",
     "TableBlock",
     "TextBlock",
     "Tone",
+    "TranscriptBlock",
+    "TranscriptPiece",
     "ViewFn",
     "read_run",
     "render_page",

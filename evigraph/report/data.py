@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.report.view import Highlight, RecordView, SegmentsBlock, TextBlock
+from evigraph.report.view import Highlight, RecordView, TextBlock, TranscriptBlock
 
 __all__ = ("FACET_CORRECT", "FACET_RUN", "pieces", "record_data", "script_json")
 
@@ -55,7 +55,7 @@ def _block(block: Any) -> dict[str, Any]:
     data = block.model_dump(mode="json", exclude={"text", "highlights", "segments"})
     if isinstance(block, TextBlock):
         data["pieces"] = pieces(block.text, block.highlights)
-    elif isinstance(block, SegmentsBlock):
+    elif isinstance(block, TranscriptBlock):
         data["segments"] = [
             {"tag": s.tag, "origin": s.origin, "pieces": pieces(s.text, s.highlights)} for s in block.segments
         ]

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from evigraph.protocol.tags import TagProtocol
-from evigraph.report.view import Highlight, RecordView, Segment, SegmentsBlock, TextBlock, Tone
-from evigraph.trajectory import Segment as TranscriptSegment
+from evigraph.report.view import Highlight, RecordView, TextBlock, Tone, TranscriptBlock, TranscriptPiece
+from evigraph.trajectory import Segment
 from evigraph.wording import shorten
 
 __all__ = (
@@ -58,22 +58,22 @@ def scores_of(line: Mapping[str, Any]) -> dict[str, float]:
     return {str(k): float(v) for k, v in rewards.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
-def transcript_of(line: Mapping[str, Any]) -> list[TranscriptSegment]:
+def transcript_of(line: Mapping[str, Any]) -> list[Segment]:
     """The stored trajectory's segments (none when the line has no trajectory)."""
     trajectory = line.get("trajectory") or {}
-    return [TranscriptSegment.model_validate(s) for s in trajectory.get("segments") or ()]
+    return [Segment.model_validate(s) for s in trajectory.get("segments") or ()]
 
 
 def tagged_segments(
     protocol: TagProtocol,
-    segments: Sequence[TranscriptSegment],
+    segments: Sequence[Segment],
     *,
     highlight: HighlightFn | None = None,
     title: str = "trajectory",
-) -> SegmentsBlock:
+) -> TranscriptBlock:
     """The policy and environment segments cut at ``protocol``'s top-level tags, in order; text outside any tag is a
     piece tagged ``text`` (blank text left out). ``highlight`` marks spans inside each piece."""
-    pieces: list[Segment] = []
+    pieces: list[TranscriptPiece] = []
     parsed = protocol.parse_transcript(segments)
     for part in parsed.parts:
         cuts = [(b.start, b.end, b.tag, b.content_start, b.content_end) for b in part.blocks if b.depth == 0]
@@ -85,12 +85,12 @@ def tagged_segments(
             if tag:
                 pieces.append(_piece(tag, part.text[content_start:content_end].strip("\n"), part.writer, highlight))
             cursor = end
-    return SegmentsBlock(title=title, segments=tuple(pieces))
+    return TranscriptBlock(title=title, segments=tuple(pieces))
 
 
-def _piece(tag: str, text: str, origin: str, highlight: HighlightFn | None) -> Segment:
+def _piece(tag: str, text: str, origin: str, highlight: HighlightFn | None) -> TranscriptPiece:
     marks = tuple(highlight(tag, text)) if highlight else ()
-    return Segment(tag=tag, text=text, origin=origin, highlights=marks)
+    return TranscriptPiece(tag=tag, text=text, origin=origin, highlights=marks)
 
 
 def generic_view(line: Mapping[str, Any]) -> RecordView:

@@ -5,7 +5,7 @@ An agent turns one line of its ``predictions.jsonl`` into a :class:`RecordView`;
 
 - :class:`TextBlock` -- a text with highlighted character spans (a response with its hallucinated spans, a
   source with the quotes that were found in it);
-- :class:`SegmentsBlock` -- a transcript cut into tagged pieces (``plan``, ``search``, ``information``, ``think``,
+- :class:`TranscriptBlock` -- a transcript cut into tagged pieces (``plan``, ``search``, ``information``, ``think``,
   ``answer`` ...), each a text with highlights (the cited entries inside a retrieved block);
 - :class:`KeyValuesBlock` -- short facts (a verdict's confidence, the searches made);
 - :class:`TableBlock` -- rows with an optional tone each (one row per step, claim or alignment).
@@ -25,11 +25,11 @@ __all__ = (
     "Highlight",
     "KeyValuesBlock",
     "RecordView",
-    "Segment",
-    "SegmentsBlock",
     "TableBlock",
     "TextBlock",
     "Tone",
+    "TranscriptBlock",
+    "TranscriptPiece",
 )
 
 Tone = Literal["good", "bad", "warn", "info", "gold"]
@@ -86,7 +86,7 @@ class TextBlock(_Block, _Highlighted):
     mono: bool = False
 
 
-class Segment(_Highlighted):
+class TranscriptPiece(_Highlighted):
     """One tagged piece of a transcript: ``tag`` names it (``think``, ``information``, ``text`` for untagged
     text), ``origin`` says who wrote it (``policy`` or ``environment``)."""
 
@@ -94,11 +94,11 @@ class Segment(_Highlighted):
     origin: str = "policy"
 
 
-class SegmentsBlock(_Block):
+class TranscriptBlock(_Block):
     """A transcript as tagged pieces, in order."""
 
     kind: Literal["segments"] = "segments"
-    segments: tuple[Segment, ...] = ()
+    segments: tuple[TranscriptPiece, ...] = ()
 
 
 class KeyValuesBlock(_Block):
@@ -127,7 +127,7 @@ class TableBlock(_Block):
         return self
 
 
-Block = Annotated[TextBlock | SegmentsBlock | KeyValuesBlock | TableBlock, Field(discriminator="kind")]
+Block = Annotated[TextBlock | TranscriptBlock | KeyValuesBlock | TableBlock, Field(discriminator="kind")]
 """Any block of a record view."""
 
 

@@ -153,7 +153,7 @@ def serve(app: FastAPI, settings: ServeSettings) -> None:
     the module docstring)."""
     import uvicorn
 
-    from evigraph.runtime import tune_gc_for_long_run
+    from evigraph.machine import tune_gc_for_long_run
 
     # The verifiers, the model and the app live as long as the process: the collector need not rescan them.
     tune_gc_for_long_run()

@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from evigraph.embed import EvigraphChatModel, Verification, VerificationState, Verifier, verifier_node
 from evigraph.embed.chat_model import to_segments
 from evigraph.errors import ConfigError
-from evigraph.generators.chat_model import ChatModelGenerator
+from evigraph.generators.langchain_model import ChatModelGenerator
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import Continuation, SamplingParams
 from evigraph.trajectory import Evidence, Segment

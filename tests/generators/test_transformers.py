@@ -20,7 +20,7 @@ from evigraph.errors import ConfigError, GeneratorError, MissingDependencyError
 from evigraph.generators import Continuation, Guide, SamplingParams
 from evigraph.generators import models as models_module
 from evigraph.generators.transformers import TransformersGenerator, finish_row
-from evigraph.runtime import cache_root, configure_torch_threads
+from evigraph.machine import cache_root, configure_torch_threads
 from evigraph.trajectory import Segment
 from tests.generators.contract import PROMPT, Capabilities, GeneratorContract
 
@@ -503,7 +503,7 @@ def test_bad_arguments_are_config_errors(tiny_llama_dir: Path, tmp_path: Path) -
 def test_importing_the_package_does_not_import_torch() -> None:
     code = (
         "import sys, evigraph.generators, evigraph.generators.transformers, evigraph.generators.models, "
-        "evigraph.runtime; assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'heavy import'"
+        "evigraph.machine; assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'heavy import'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
@@ -515,7 +515,7 @@ def test_configure_torch_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     before = torch.get_num_threads()
     try:
         assert configure_torch_threads(1) == 1
-        monkeypatch.setattr("evigraph.runtime.available_cpus", lambda: 2)
+        monkeypatch.setattr("evigraph.machine.available_cpus", lambda: 2)
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
         torch.set_num_threads(2)
         assert configure_torch_threads(None) == 1  # small machine: one thread

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from evigraph.agents.stepgap.checker_service import StepGapChecker, annotated
+from evigraph.agents.stepgap.checker_job import StepGapChecker, annotated
 from evigraph.agents.veri_r1.stepgap_trace import negated, veri_r1_trace
 from evigraph.errors import ConfigError
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.training.checker_service import CheckerService
+from evigraph.training.checker_cache import CachedChecker
 from evigraph.training.executor import GraphExecutor, RolloutConfig
 from evigraph.training.reward_mix import RewardMix, adapter
 from evigraph.training.samples import STEP_INDEX_KEY, STEP_TYPE_PREFIX, typed_values
@@ -51,9 +51,9 @@ def test_veri_r1_steps_read_as_stepgap_steps() -> None:
         adapter("rlseek->stepgap")
 
 
-def test_checker_service_caches_by_content_and_shares_runs() -> None:
+def test_checker_cache_caches_by_content_and_shares_runs() -> None:
     judge = ScriptedGenerator(lambda _t, _p: judgement(match=False), delay_s=0.01)
-    service = CheckerService(StepGapChecker(judge))
+    service = CachedChecker(StepGapChecker(judge))
     trace = veri_r1_trace(_veri_r1_run())
 
     async def twice() -> list[Any]:
@@ -124,7 +124,7 @@ def test_concurrently_checked_traces_share_nli_batches() -> None:
     other = trace.model_copy(update={"question": "Hog Island Light was first lit in 1854."})  # another claim
     judge = ScriptedGenerator(lambda _t, _p: judgement(found=True, quote="The first tower was lit in 1854."))
     nli = CountingNLI()
-    service = CheckerService(StepGapChecker(judge, nli=nli))
+    service = CachedChecker(StepGapChecker(judge, nli=nli))
 
     async def both() -> list[Any]:
         return await asyncio.gather(service.check(trace), service.check(other))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.errors import ConfigError, MissingDependencyError
-from evigraph.runtime import configure_torch_threads, quiet_progress_bars
+from evigraph.machine import configure_torch_threads, quiet_progress_bars
 from evigraph.tools.nli.engine import NLIDescription, NLIEngine, Pair, Triple
 from evigraph.tools.nli.labels import PROBE_PAIRS, calibrate_label_order, parse_id2label, parse_label_order
 from evigraph.tools.nli.results import softmax

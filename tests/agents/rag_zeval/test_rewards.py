@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evigraph.advantages import mean_std
 from evigraph.agents.rag_zeval.parsing import format_problems, read_evaluation, regex_counts, strict_json
 from evigraph.agents.rag_zeval.rewards import (
     combined_reward,
@@ -22,6 +21,7 @@ from evigraph.agents.rag_zeval.rewards import (
     regex_tokens,
     top1_accuracy,
 )
+from evigraph.group_norm import mean_std
 from evigraph.training.advantages import Rollout, advantages
 from evigraph.training.config import load_train_config
 

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from evigraph.advantages import mean_std
 from evigraph.agents.seva.parsing import label_for_metrics, parse_reply
 from evigraph.agents.seva.rewards import (
     RewardWeights,
@@ -21,6 +20,7 @@ from evigraph.agents.seva.rewards import (
     format_score,
     process_reward,
 )
+from evigraph.group_norm import mean_std
 from evigraph.training.advantages import Rollout, advantages
 from evigraph.training.config import load_train_config
 

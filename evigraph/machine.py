@@ -1,6 +1,6 @@
 """Process-wide runtime settings shared by the local backends (torch threads, the user cache directory).
 
-Nothing here imports torch at module level: ``import evigraph.runtime`` stays cheap, and torch is only
+Nothing here imports torch at module level: ``import evigraph.machine`` stays cheap, and torch is only
 touched when a function that needs it is called.
 """
 

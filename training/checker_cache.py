@@ -7,7 +7,7 @@ adds what every such checker needs around that, without knowing which agent it i
 - **Cached**: checks are keyed by the checker's content key of the trace, so identical rollouts -- frequent in a
   GRPO group -- are checked once, and concurrent requests for the same trace share one run (least recently used
   first out).
-- **Versioned**: :attr:`CheckerService.provenance` is the checker's own record (its name, the evigraph version,
+- **Versioned**: :attr:`CachedChecker.provenance` is the checker's own record (its name, the evigraph version,
   a hash of its config, the judge and the NLI); every reward computed from it records that, so a run's rewards
   can be recomputed and audited.
 - **Frozen**: the judge is a generator of its own, never the policy being trained (the factory receives it).
@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from evigraph.trajectory import Trajectory
 
-__all__ = ("CheckerService", "FrozenChecker")
+__all__ = ("CachedChecker", "FrozenChecker")
 
 
 @runtime_checkable
@@ -45,7 +45,7 @@ class FrozenChecker(Protocol):
         ...
 
 
-class CheckerService:
+class CachedChecker:
     """``checker`` behind a content cache with shared in-flight runs (see the module docstring).
 
     Args:

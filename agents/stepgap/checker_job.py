@@ -1,7 +1,7 @@
 """StepGap as a frozen checker of other agents' runs during training (``AgentSpec.checker``).
 
-The trainer wraps :class:`StepGapChecker` in its generic cache (:class:`~evigraph.training.checker_service.
-CheckerService`); this module says what is StepGap's own: the content key of a trace, one run of the checker
+The trainer wraps :class:`StepGapChecker` in its generic cache (:class:`~evigraph.training.checker_cache.
+CachedChecker`); this module says what is StepGap's own: the content key of a trace, one run of the checker
 graph over a frozen judge and NLI, and where the checks go on the checked agent's trajectory.
 
 - **Frozen**: the judge is a generator of its own (an OpenAI-compatible server such as a ``vllm serve`` of the
@@ -52,7 +52,7 @@ def trace_key(trace: Trace) -> str:
 
 class StepGapChecker:
     """StepGap's checker over a frozen ``judge`` and ``nli`` (a
-    :class:`~evigraph.training.checker_service.FrozenChecker`).
+    :class:`~evigraph.training.checker_cache.FrozenChecker`).
 
     Args:
         judge: the LLM for stages A-C.
