@@ -75,7 +75,7 @@ class GeneratorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "smollm2"
-    """Generator spec (``--generator.model`` / ``EVIGRAPH_MODEL``): ``smollm2`` (embedded default), a local
+    """Model spec (``--generator.model`` / ``EVIGRAPH_MODEL``): ``smollm2`` (embedded default), a local
     HF directory or ``hf:DIR``, ``gguf:FILE.gguf``, ``vllm:DIR``, ``openai:MODEL@BASE_URL`` or
     ``langchain:module:attr``. See ``evigraph.generators.factory``."""
     max_new_tokens: int = Field(256, ge=1)

@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--oracle", action="store_true", help="Scripted oracle instead of the model.")
-    parser.add_argument("--model", default=None, help="Generator spec (default: the configured model).")
+    parser.add_argument("--model", default=None, help="Model spec (default: the configured model).")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="Run directory (default: a temporary one).")
     args = parser.parse_args()

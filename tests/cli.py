@@ -26,6 +26,6 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def scripted_model(path: Path, replies: list[str]) -> str:
-    """A ``scripted:`` generator spec replaying ``replies``."""
+    """A ``scripted:`` model spec replaying ``replies``."""
     path.write_text(json.dumps(replies), encoding="utf-8")
     return f"scripted:{path}"

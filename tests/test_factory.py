@@ -1,4 +1,4 @@
-"""Generator specs: one string picks the backend; bad specs say what is accepted."""
+"""Model specs: one string picks the backend; bad specs say what is accepted."""
 
 from __future__ import annotations
 
@@ -8,29 +8,29 @@ import pytest
 
 from evigraph.config import GeneratorConfig
 from evigraph.errors import ConfigError
-from evigraph.generators.factory import GeneratorSpec, make_generator, parse_generator_spec, sampling_params
+from evigraph.generators.factory import ModelSpec, make_generator, parse_model_spec, sampling_params
 
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("smollm2", GeneratorSpec(kind="embedded")),
-        ("hf:/models/qwen", GeneratorSpec(kind="hf", target="/models/qwen")),
-        ("gguf:/m/x.gguf", GeneratorSpec(kind="gguf", target="/m/x.gguf")),
-        ("vllm:/models/qwen", GeneratorSpec(kind="vllm", target="/models/qwen")),
+        ("smollm2", ModelSpec(kind="embedded")),
+        ("hf:/models/qwen", ModelSpec(kind="hf", target="/models/qwen")),
+        ("gguf:/m/x.gguf", ModelSpec(kind="gguf", target="/m/x.gguf")),
+        ("vllm:/models/qwen", ModelSpec(kind="vllm", target="/models/qwen")),
         (
             "openai:qwen@http://127.0.0.1:8000/v1",
-            GeneratorSpec(kind="openai", target="http://127.0.0.1:8000/v1", model="qwen"),
+            ModelSpec(kind="openai", target="http://127.0.0.1:8000/v1", model="qwen"),
         ),
-        ("langchain:my_pkg.models:chat", GeneratorSpec(kind="langchain", target="my_pkg.models:chat")),
+        ("langchain:my_pkg.models:chat", ModelSpec(kind="langchain", target="my_pkg.models:chat")),
     ],
 )
-def test_specs_parse(spec: str, expected: GeneratorSpec) -> None:
-    assert parse_generator_spec(spec) == expected
+def test_specs_parse(spec: str, expected: ModelSpec) -> None:
+    assert parse_model_spec(spec) == expected
 
 
 def test_an_existing_directory_is_a_hf_model(tmp_path: Path) -> None:
-    assert parse_generator_spec(str(tmp_path)) == GeneratorSpec(kind="hf", target=str(tmp_path))
+    assert parse_model_spec(str(tmp_path)) == ModelSpec(kind="hf", target=str(tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_an_existing_directory_is_a_hf_model(tmp_path: Path) -> None:
 )
 def test_bad_specs_name_the_accepted_forms(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        parse_generator_spec(spec)
+        parse_model_spec(spec)
 
 
 def test_missing_model_paths_fail_before_loading(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ class RolloutConfig(BaseModel):
     it records what the served corpus was started with (``evigraph corpus serve --retrieval``, the server's
     own choice), so one rollout config serves both engines of ``evigraph train --corpus``."""
     judge: str | None = None
-    """A frozen judge for agents whose graph grades its own steps (StepGap): a generator spec such as
+    """A frozen judge for agents whose graph grades its own steps (StepGap): a model spec such as
     ``openai:MODEL@http://127.0.0.1:8001/v1``. The policy being trained never grades itself."""
     nli: str | None = None
     """An NLI checkpoint directory for agents with the ``nli`` resource (default: the judge's fallback)."""

@@ -83,7 +83,7 @@ class ProcessTerm(BaseModel):
     em_from: str
     weight: float = 1.0
     judge: str | None = None
-    """The checker agent's frozen judge (a generator spec); not with ``checker``."""
+    """The checker agent's frozen judge (a model spec); not with ``checker``."""
     checker: str | None = None
     """A frozen checker of your own instead of the checker agent's judge-based one: ``module:factory``, called with
     ``checker_options`` (e.g. the synthetic world's rule checker, ``evigraph.agents.veri_r1.world:world_checker``)."""

@@ -144,10 +144,10 @@ def evolve_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Start from N pairs of --data.")] = None,
     sample_seed: Annotated[int | None, typer.Option("--seed", help="Pick --limit pairs and probes with it.")] = None,
     probe_model: Annotated[
-        str | None, typer.Option("--probe-model", help="Generator spec writing probes no rule can make.")
+        str | None, typer.Option("--probe-model", help="Model spec writing probes no rule can make.")
     ] = None,
     checker: Annotated[
-        str | None, typer.Option("--checker", help="Generator spec cross-checking each probe's error type.")
+        str | None, typer.Option("--checker", help="Model spec cross-checking each probe's error type.")
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Verify runs in flight.")] = 4,
 ) -> None:

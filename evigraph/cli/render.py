@@ -23,10 +23,10 @@ HIGHLIGHT = "bold red underline"
 def plumbing_note(model: str, model_flag: str = "--model") -> str | None:
     """The one line a verb prints when ``model`` is the embedded model (``None`` for any other model): its
     verdicts show that the pipeline runs, not what the input is worth."""
-    from evigraph.generators.factory import parse_generator_spec
+    from evigraph.generators.factory import parse_model_spec
 
     try:
-        kind = parse_generator_spec(model).kind
+        kind = parse_model_spec(model).kind
     except ConfigError:
         return None
     if kind != "embedded":

@@ -1,6 +1,6 @@
 """A registered agent compiled from what a user names: ``evigraph.agent(NAME, model=..., search=..., **config)``.
 
-The one place that turns a model (a generator spec string, an evigraph generator or a LangChain chat model), a
+The one place that turns a model (a model spec, an evigraph generator or a LangChain chat model), a
 search tool (a corpus name or directory, a ``/retrieve`` URL or a search object), an NLI engine and config fields
 into an agent's compiled LangGraph graph. :class:`~evigraph.embed.verifier.Verifier`, the LangGraph server's
 graph factories (``evigraph.serving.graphs``, listed in ``langgraph.json``) and ``evigraph serve`` build on it.
@@ -94,7 +94,7 @@ def agent_config(loaded: Any, values: Mapping[str, Any]) -> BaseModel | None:
 
 
 def resolve_model(model: Any) -> Any:
-    """The generator a host names: ``None`` (the configured default, ``smollm2`` unless set), a generator spec
+    """The generator a host names: ``None`` (the configured default, ``smollm2`` unless set), a model spec
     string, an evigraph generator, or a LangChain ``BaseChatModel``.
 
     Raises:
@@ -117,8 +117,7 @@ def resolve_model(model: Any) -> Any:
 
         return ChatModelGenerator(model)
     raise ConfigError(
-        f"model must be a generator spec string, an evigraph Generator or a LangChain BaseChatModel, got "
-        f"{type(model).__name__}",
+        f"model must be a model spec, an evigraph Generator or a LangChain BaseChatModel, got {type(model).__name__}",
         source="model",
     )
 

@@ -1,7 +1,7 @@
 """A registered agent made ready to check things for a host: the one runner under every embedding form.
 
 :class:`Verifier` resolves, once, what a host names -- the agent (through the registry, never by name in this
-code), the model (a generator spec, an evigraph :class:`~evigraph.generators.base.Generator`, or any LangChain
+code), the model (a model spec, an evigraph :class:`~evigraph.generators.base.Generator`, or any LangChain
 ``BaseChatModel``), the search tool and the NLI engine -- compiles the agent's verifier graph and maps every
 result to a :class:`~evigraph.verification.Verification` with the agent's own mapping (``AgentSpec.
 verification``). The node, the tool, the middleware and the router are thin shapes around it.

@@ -27,21 +27,21 @@ from evigraph.errors import ConfigError
 from evigraph.generators.base import BaseGenerator
 from evigraph.generators.types import SamplingParams
 
-__all__ = ("GeneratorSpec", "make_generator", "parse_generator_spec", "sampling_params")
+__all__ = ("ModelSpec", "make_generator", "parse_model_spec", "sampling_params")
 
 Kind = Literal["embedded", "hf", "gguf", "vllm", "openai", "langchain", "scripted"]
 ACCEPTED = "smollm2, hf:DIR, DIR, gguf:FILE.gguf, vllm:DIR, openai:MODEL@BASE_URL, langchain:module:attr, scripted:FILE"
 
 
-class GeneratorSpec(BaseModel):
-    """A parsed generator spec."""
+class ModelSpec(BaseModel):
+    """A parsed model spec."""
 
     kind: Kind
     target: str = ""
     model: str | None = None
 
 
-def parse_generator_spec(spec: str) -> GeneratorSpec:
+def parse_model_spec(spec: str) -> ModelSpec:
     """Parse ``spec`` (see module docstring).
 
     Raises:
@@ -49,19 +49,19 @@ def parse_generator_spec(spec: str) -> GeneratorSpec:
     """
     spec = spec.strip()
     if spec in {"smollm2", "embedded", "default"}:
-        return GeneratorSpec(kind="embedded")
+        return ModelSpec(kind="embedded")
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in {"hf", "gguf", "vllm", "scripted", "langchain"} and rest:
         if prefix == "langchain" and ":" not in rest:
             raise ConfigError(f"expected langchain:module:attr, got {spec!r}", source="generator.model")
-        return GeneratorSpec(kind=prefix, target=rest)  # type: ignore[arg-type]
+        return ModelSpec(kind=prefix, target=rest)  # type: ignore[arg-type]
     if sep and prefix == "openai":
         model, at, base_url = rest.partition("@")
         if not (model and at and base_url.startswith(("http://", "https://"))):
             raise ConfigError(f"expected openai:MODEL@http://HOST:PORT/v1, got {spec!r}", source="generator.model")
-        return GeneratorSpec(kind="openai", target=base_url, model=model)
+        return ModelSpec(kind="openai", target=base_url, model=model)
     if Path(spec).is_dir():
-        return GeneratorSpec(kind="hf", target=spec)
+        return ModelSpec(kind="hf", target=spec)
     raise ConfigError(f"unknown generator {spec!r}; accepted: {ACCEPTED}", source="generator.model")
 
 
@@ -84,7 +84,7 @@ def make_generator(config: GeneratorConfig) -> BaseGenerator:
         ConfigError: a bad spec, a missing file, or weak-model mode (``constrained``) on a backend that cannot
             enforce a regular expression.
     """
-    spec = parse_generator_spec(config.model)
+    spec = parse_model_spec(config.model)
     constrained = config.constrained if config.constrained is not None else spec.kind == "embedded"
     generator = _make(spec, config.model_copy(update={"constrained": constrained}))
     if constrained and not generator.constrained:
@@ -95,7 +95,7 @@ def make_generator(config: GeneratorConfig) -> BaseGenerator:
     return generator
 
 
-def _make(spec: GeneratorSpec, config: GeneratorConfig) -> BaseGenerator:
+def _make(spec: ModelSpec, config: GeneratorConfig) -> BaseGenerator:
     if spec.kind == "embedded":
         from evigraph.generators.transformers import TransformersGenerator
 

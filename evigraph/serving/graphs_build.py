@@ -1,6 +1,6 @@
 """What one LangGraph server run asks of an agent, read and checked, and the graph built from it once.
 
-A run chooses in its config's ``configurable``: ``model`` (a generator spec), ``search`` (a corpus name or
+A run chooses in its config's ``configurable``: ``model`` (a model spec), ``search`` (a corpus name or
 directory, or a ``/retrieve`` URL), ``retrieval`` (how a corpus is searched: ``bm25``, ``dense``, ``hybrid``),
 ``nli`` (an NLI checkpoint directory) and any field of the agent's config (``max_searches`` ...). What it leaves
 out comes from the server's environment: ``EVIGRAPH_MODEL`` and the rest of evigraph's settings
@@ -281,10 +281,10 @@ def _retrieval(search: str | None, chosen: str | None, default: str | None) -> s
 
 
 def _check_model(spec: str, source: str | None) -> None:
-    from evigraph.generators.factory import parse_generator_spec
+    from evigraph.generators.factory import parse_model_spec
 
     try:
-        parsed = parse_generator_spec(spec)
+        parsed = parse_model_spec(spec)
     except ConfigError as error:
         raise ConfigError(str(error).removeprefix(f"{error.source}: "), source=source) from None
     if parsed.kind == "langchain" and source == "configurable.model":

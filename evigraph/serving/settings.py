@@ -38,7 +38,7 @@ class ServeSettings(BaseModel):
     """``--agent``: an agent to serve; repeat the flag for more. None named: every registered agent that builds
     with the given model and search (the others are skipped with a warning). The guard's agent is served too."""
     model: str | None = None
-    """``--model SPEC``: the generator spec every served agent shares (``openai:NAME@URL``, ``scripted:FILE`` ...;
+    """``--model SPEC``: the model spec every served agent shares (``openai:NAME@URL``, ``scripted:FILE`` ...;
     default: the configured model)."""
     corpus: str | None = None
     """``--corpus NAME|DIR|pyserini:NAME``: the corpus the agents that search use (a name, a directory, or a
@@ -127,9 +127,9 @@ class ServeSettings(BaseModel):
         if self.deadline_s is not None:
             return self.deadline_s
         from evigraph.config import load_settings
-        from evigraph.generators.factory import parse_generator_spec
+        from evigraph.generators.factory import parse_model_spec
 
-        kind = parse_generator_spec(self.model or load_settings().generator.model).kind
+        kind = parse_model_spec(self.model or load_settings().generator.model).kind
         return LOCAL_DEADLINE_S if kind in LOCAL_KINDS else DEADLINE_S
 
     @property
