@@ -146,7 +146,7 @@ class Step(BaseModel):
     ``segment_index`` points at the policy segment the step came from and ``char_span`` (when the step is a
     part of that segment, e.g. one ``## Step N`` block) at its characters there; ``token_span`` is the
     half-open ``[start, end)`` range of the step's tokens in the full sequence (filled once token ids are
-    known, see :func:`evigraph.graphs.assembly.assemble_trajectory`). ``payload`` holds the agent's typed
+    known, see :func:`evigraph.graphs.kit.assembly.assemble_trajectory`). ``payload`` holds the agent's typed
     step record (dumped to a dict at this boundary).
     """
 

@@ -1,2 +1,2 @@
-"""LangGraph state machines built from the parts in ``evigraph.agents`` and ``evigraph.tools``,
-plus composition helpers (as a subgraph, as a LangChain tool, as a guard)."""
+"""LangGraph state machines: each agent's graph (``graphs/<agent>.py``, ``graphs/<agent>_*.py``) and, in
+:mod:`evigraph.graphs.kit`, the parts they are built from."""

@@ -1,5 +1,5 @@
 """RAG-Zeval's evaluator graph (specs/rag-zeval.md §2.3) on the one-turn kit: ``render_prompt`` → ``generate`` →
-``parse`` → ``finish`` (:mod:`evigraph.graphs.one_turn`).
+``parse`` → ``finish`` (:mod:`evigraph.graphs.kit.one_turn`).
 
 One policy turn writes a JSON list: per candidate its atomic claims, each supported or not, with verbatim
 evidence (decoded under the reply's JSON schema in weak-model mode, never in strict runs).
@@ -24,8 +24,8 @@ from evigraph.agents.rag_zeval.schemas import RagZevalConfig, RagZevalInputs, Ra
 from evigraph.agents.rag_zeval.scoring import REWARD
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
 from evigraph.trajectory import Segment
 
 __all__ = ("build_rag_zeval_graph",)

@@ -1,5 +1,5 @@
 """RLSeek's graph (specs/rlseek.md §2.4) on the one-turn kit: ``render_prompt`` → ``generate`` → ``parse`` →
-``finish`` (:mod:`evigraph.graphs.one_turn`).
+``finish`` (:mod:`evigraph.graphs.kit.one_turn`).
 
 One policy turn writes ``## Step N`` blocks that quote the source, then the final list; the deterministic
 ``parse`` node reads it (P1-P5), checks every quote against the source and locates every listed
@@ -23,8 +23,8 @@ from evigraph.agents.rlseek.scoring import REWARD
 from evigraph.agents.rlseek.verdict import detect
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
 from evigraph.trajectory import Segment, Step
 
 __all__ = ("build_rlseek_graph",)

@@ -1,7 +1,7 @@
 """The Search-R1 generator graph (specs/stepgap.md §2.1, §2.8): ``<think>/<search>/<information>/<answer>`` turns
 against a search tool, producing the steps ``s_i = (c_i, q_i, e_i, a_i)`` StepGap checks.
 
-It is the shared search loop (:mod:`evigraph.graphs.search_loop`) with Search-R1's policy: every turn stops at
+It is the shared search loop (:mod:`evigraph.graphs.kit.search_loop`) with Search-R1's policy: every turn stops at
 ``</search>`` or ``</answer>``, so each policy turn is one step; its hits are the step's evidence and its token
 span (policy tokens only) comes from the kit's assembly. After ``max_searches`` searches the next turn must
 answer. Usage::
@@ -40,8 +40,8 @@ from evigraph.agents.search_r1.steps import step_record
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop
 from evigraph.protocol.actions import TurnAction, classify_search_turn
 from evigraph.rewards import AgentReward
 from evigraph.tools.search import SearchTool

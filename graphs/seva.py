@@ -1,5 +1,5 @@
 """SEVA's verify graph (specs/seva.md §2.3) on the one-turn kit: ``render_prompt`` → ``generate`` → ``parse`` →
-``finish`` (:mod:`evigraph.graphs.one_turn`).
+``finish`` (:mod:`evigraph.graphs.kit.one_turn`).
 
 One policy turn writes the JSON verdict (decoded under its JSON schema where the backend can and the run is not
 strict); ``parse`` reads it under §2.2 and locates every quoted source span in the source. Beyond the paper, an
@@ -19,8 +19,8 @@ from evigraph.agents.seva.scoring import REWARD
 from evigraph.agents.seva.verdict import read_verdict
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
 from evigraph.trajectory import Segment
 
 __all__ = ("build_seva_graph",)

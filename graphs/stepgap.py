@@ -40,8 +40,8 @@ from evigraph.agents.stepgap.scoring import REWARD
 from evigraph.config import settings_for
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.assembly import score_trajectory
-from evigraph.graphs.context import RunContext, RunScope
+from evigraph.graphs.kit.assembly import score_trajectory
+from evigraph.graphs.kit.context import RunContext, RunScope
 from evigraph.graphs.search_r1 import build_search_r1_graph
 from evigraph.graphs.stepgap_checker import build_checker_graph
 from evigraph.rewards import AgentReward

@@ -67,7 +67,7 @@ from evigraph.agents.stepgap.variants import (
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.context import RunContext, RunScope
+from evigraph.graphs.kit.context import RunContext, RunScope
 from evigraph.trajectory import Step, Timing, Trajectory
 
 __all__ = ("CHECKER_NAME", "CheckerState", "StepProgress", "build_checker_graph", "check_trace")

@@ -1,7 +1,7 @@
 """StepGap's repair loop (inference time, beyond the paper): the checker reviews each step as the Search-R1
 generator takes it and routes the generator by the gap it finds.
 
-The shared search loop with a reviewer (:mod:`evigraph.graphs.search_loop`): after every search and every
+The shared search loop with a reviewer (:mod:`evigraph.graphs.kit.search_loop`): after every search and every
 answer, the new step is checked (earlier steps' checks are reused, not re-judged) and a gap adds a note to the
 environment turn: CC → retract ("Actually, ..."), IE → re-search with a reformulated query, MB → a bridging
 search; an answer with a gap is reopened. At most ``repair_budget`` notes per run; each may cost a search and a
@@ -26,8 +26,8 @@ from evigraph.agents.stepgap.schemas import StepCheck, StepGapConfig, StepGapOut
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.context import RunContext, RunScope
-from evigraph.graphs.search_loop import Progress, Review, build_search_loop
+from evigraph.graphs.kit.context import RunContext, RunScope
+from evigraph.graphs.kit.search_loop import Progress, Review, build_search_loop
 from evigraph.graphs.search_r1 import SearchR1Policy, run_steps
 from evigraph.graphs.stepgap import search_r1_config, trace_of
 from evigraph.graphs.stepgap_checker import build_checker_graph

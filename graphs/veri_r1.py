@@ -1,7 +1,7 @@
 """The Veri-R1 graph (specs/veri-r1.md §2): online claim verification, plan → (search → information → think)* →
 answer, and its offline variant (entries given in the prompt, one reasoning-and-answer turn).
 
-The turn loop is the shared search loop (:mod:`evigraph.graphs.search_loop`): ``start`` (the prompt) →
+The turn loop is the shared search loop (:mod:`evigraph.graphs.kit.search_loop`): ``start`` (the prompt) →
 ``generate`` (one policy turn) → ``retrieve`` (run the search, add the information block) or ``note`` (a
 corrective note) → back to ``generate``; a final turn goes to ``finish``. :class:`VeriR1Policy` tells the loop
 Veri-R1's words: every decision is a plain function of :mod:`evigraph.agents.veri_r1` (turn routing, prompts
@@ -12,7 +12,7 @@ and notes, the verdict, rewards). Usage::
     result["output"].label, result["output"].evidence, result["trajectory"]
 
 Per-run settings (the generator, sampling, a whole-sequence token budget, strict token mode) come through
-LangGraph's run context (:class:`~evigraph.graphs.context.RunContext`), so one compiled graph serves many
+LangGraph's run context (:class:`~evigraph.graphs.kit.context.RunContext`), so one compiled graph serves many
 concurrent runs; all per-run data lives in the state.
 """
 
@@ -41,8 +41,8 @@ from evigraph.agents.veri_r1.verdict import conclude
 from evigraph.errors import ConfigError
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop, turn_steps
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.search_loop import LoopLimits, LoopTexts, Opening, Progress, build_search_loop, turn_steps
 from evigraph.tools.search import SearchTool, render_information
 from evigraph.trajectory import Evidence, Step, Trajectory
 
@@ -155,7 +155,7 @@ def build_veri_r1_graph(
 
     Args:
         generator: the policy (any :class:`~evigraph.generators.base.Generator`), or ``None`` when every run
-            supplies one in its :class:`~evigraph.graphs.context.RunContext`.
+            supplies one in its :class:`~evigraph.graphs.kit.context.RunContext`.
         search: a search tool (``BM25Search``, ``RemoteSearch`` or anything with ``search(query, k)``); the
             online variant needs one, the offline variant takes the entries as the ``evidence`` input.
         config: limits and options; defaults follow the spec.

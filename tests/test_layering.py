@@ -17,8 +17,8 @@ MODULES = project_modules()
 AGENTS = sorted(
     {name.split(".")[2] for name in MODULES if name.startswith("evigraph.agents.") and name.count(".") >= 2}
 )
-KIT_GRAPHS = {"evigraph.graphs", "evigraph.graphs.context", "evigraph.graphs.assembly", "evigraph.graphs.search_loop",
-              "evigraph.graphs.one_turn"}  # fmt: skip
+KIT = ("evigraph.graphs.kit", "evigraph.evaluation", "evigraph.registry", "evigraph.diagnostics")
+"""The kit floor, by folder (``graphs/kit/``, ``evigraph/evaluation/``) or module: what every agent builds on."""
 BUILDS_ON = {
     ("stepgap", "search_r1"): "StepGap checks and repairs Search-R1 rollouts (its answer, step and search reading)",
     ("veri_r1", "stepgap"): "Veri-R1's runs read as StepGap traces, for StepGap's process reward in mixed training",
@@ -34,7 +34,7 @@ def agent_of(name: str) -> str | None:
     parts = name.split(".")
     if parts[:2] == ["evigraph", "agents"] and len(parts) > 2:
         return parts[2]
-    if parts[:2] == ["evigraph", "graphs"] and len(parts) > 2 and name not in KIT_GRAPHS:
+    if parts[:2] == ["evigraph", "graphs"] and len(parts) > 2 and parts[2] != "kit":
         return next((a for a in AGENTS if parts[2] == a or parts[2].startswith(f"{a}_")), parts[2])
     return None
 
@@ -48,7 +48,7 @@ def floor(name: str) -> str:
         return "job" if last == "hooks" or last.endswith("_job") else "agent"
     if agent_of(name):
         return "graph"
-    if name in KIT_GRAPHS or name in ("evigraph.registry", "evigraph.diagnostics") or parts[1:2] == ["evaluation"]:
+    if name == "evigraph.graphs" or any(name == kit or name.startswith(f"{kit}.") for kit in KIT):
         return "kit"
     if parts[1:2] in (["tools"], ["corpora"]):
         return "tools"
@@ -140,7 +140,7 @@ def test_modules_over_500_lines_say_why_at_their_top() -> None:
         ("evigraph.trajectory", "core"),
         ("evigraph.registry", "kit"),
         ("evigraph.tools.search", "tools"),
-        ("evigraph.graphs.assembly", "kit"),
+        ("evigraph.graphs.kit.assembly", "kit"),
         ("evigraph.evaluation.runner", "kit"),
         ("evigraph.agents.seva.rewards", "agent"),
         ("evigraph.graphs.stepgap_checker", "graph"),

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from tests.plugins import PLUGIN_ROOT, install_plugin_agent
 
 RECORDS = [

@@ -32,7 +32,7 @@ from evigraph.errors import ConfigError
 from evigraph.generators.base import BaseGenerator, Generator
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.types import Continuation, SamplingParams
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.rewards import AgentReward, Rewards
 from evigraph.training.engine import EngineGenerator
 from evigraph.training.episode import Episode, EpisodeStep

@@ -6,7 +6,7 @@ steps with their token spans) -- on the model the trainer is updating: a
 :class:`~evigraph.generators.transformers.TransformersGenerator` over its current weights (the samples of a batch
 run concurrently and share ``generate`` calls), sampling with the trainer's ``temperature`` and ``top_p`` and a
 seed per sample (:func:`episode_seed`: the same command draws the same samples) as
-:class:`~evigraph.graphs.context.RunContext`'s ``sampling`` (stop strings and turn caps stay the graph's).
+:class:`~evigraph.graphs.kit.context.RunContext`'s ``sampling`` (stop strings and turn caps stay the graph's).
 :meth:`GraphRollout._policy` picks that generator; it is the one place to plug in another.
 
 Each :class:`~evigraph.training.episode.Episode` becomes TRL's fields once, by :func:`trl_sample`: the tokens

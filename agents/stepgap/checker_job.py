@@ -23,7 +23,7 @@ from typing import Any
 from evigraph.agents.stepgap.annotation import annotated
 from evigraph.agents.stepgap.schemas import StepGapConfig, Trace, TraceCheck
 from evigraph.generators.base import Generator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.stepgap_checker import build_checker_graph
 from evigraph.tools.nli import CoalescingNLI
 from evigraph.trajectory import Trajectory

@@ -151,7 +151,7 @@ async def _demonstration_episodes(
     to answer -- weighted ``share`` and ``1 - share``: the warm start takes the second hop with probability
     ``share`` but knows every other token of it, so a second hop taken during GRPO is carried out and can pay."""
     from evigraph.generators.scripted import ScriptedGenerator
-    from evigraph.graphs.context import RunContext
+    from evigraph.graphs.kit.context import RunContext
 
     graph = _graph(search)
 
@@ -300,7 +300,7 @@ def evaluate(
     draws for every model), and the scores are means over all runs."""
     from evigraph.generators.transformers import TransformersGenerator
     from evigraph.generators.types import SamplingParams
-    from evigraph.graphs.context import RunContext
+    from evigraph.graphs.kit.context import RunContext
     from evigraph.registry import get_agent
 
     reward = get_agent("veri-r1").load().reward(None)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from evigraph.config import Settings
     from evigraph.generators.base import Generator
     from evigraph.generators.types import SamplingParams
-    from evigraph.graphs.context import RunContext
+    from evigraph.graphs.kit.context import RunContext
     from evigraph.registry import LoadedAgent
 
 __all__ = ("AgentRun", "CommandSpec", "agent_command", "bind_command", "text_or_file")
@@ -195,7 +195,7 @@ class AgentRun:
 
     def context(self) -> RunContext:
         """The run context that hands each graph run the configured generator (loading it on first use)."""
-        from evigraph.graphs.context import RunContext
+        from evigraph.graphs.kit.context import RunContext
 
         return RunContext(generator=self.generator())
 

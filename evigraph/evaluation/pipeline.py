@@ -121,7 +121,7 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run ``graph`` over ``records`` into ``out_dir`` (resumable) and write the report and plots.
 
-    ``context`` is every run's LangGraph run context (a :class:`~evigraph.graphs.context.RunContext` handing
+    ``context`` is every run's LangGraph run context (a :class:`~evigraph.graphs.kit.context.RunContext` handing
     the runs their generator, for a graph compiled without one).
 
     Returns:

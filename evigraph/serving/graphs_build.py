@@ -237,7 +237,7 @@ class ServedContext(BaseModel):
     """The context of a served run: nothing. The server hands a run's ``configurable`` to the graph as its
     context too, and builds the graph's context schema from it: ``RunContext(**configurable)`` would fail on
     ``model``, and a dict passed on to a subgraph (StepGap's rollout) fails there. The factory chose the run's
-    model, so the nodes find no :class:`~evigraph.graphs.context.RunContext` and use the graph's own."""
+    model, so the nodes find no :class:`~evigraph.graphs.kit.context.RunContext` and use the graph's own."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 

@@ -91,7 +91,7 @@ def test_without_the_serializer_langgraph_warns_about_every_evigraph_type(tmp_pa
     step("node", "veri-r1", "sqlite", "start", db)
     resumed = step("node", "veri-r1", "sqlite", "resume", db)
     read = step("node", "veri-r1", "sqlite", "read", db)
-    assert any("unregistered type evigraph.graphs.search_loop.Progress" in w for w in resumed["warnings"])
+    assert any("unregistered type evigraph.graphs.kit.search_loop.Progress" in w for w in resumed["warnings"])
     assert any("unregistered type evigraph.verification.Verification" in w for w in read["warnings"])
 
 
@@ -100,7 +100,7 @@ def test_checkpoint_types_names_the_verdict_the_verifier_graph_and_the_host_clas
     node = verifier_node("veri-r1", model=case.generator_pass, **case.extra)
     types = checkpoint_types(node, Verification, ("my_host.models", "Note"))
     assert {(t.__module__, t.__name__) for t in VERIFICATION_TYPES} <= types
-    assert {("evigraph.graphs.search_loop", "Progress"), ("evigraph.trajectory", "Segment")} <= types
+    assert {("evigraph.graphs.kit.search_loop", "Progress"), ("evigraph.trajectory", "Segment")} <= types
     assert ("my_host.models", "Note") in types
     assert checkpoint_types() == {(t.__module__, t.__name__) for t in VERIFICATION_TYPES}
     verdict = Verification(agent="veri-r1", passed=True, label="SUPPORT")

@@ -13,8 +13,8 @@ from evigraph.errors import ConfigError, TokenContractError
 from evigraph.generators.chat_format import ChatFormat
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import Continuation, SamplingParams
-from evigraph.graphs.assembly import assemble_trajectory, exact_segments
-from evigraph.graphs.context import RunContext, RunScope
+from evigraph.graphs.kit.assembly import assemble_trajectory, exact_segments
+from evigraph.graphs.kit.context import RunContext, RunScope
 from evigraph.graphs.veri_r1 import build_veri_r1_graph
 from evigraph.tokens import TokenOffsets, rollout_logprobs
 from evigraph.trajectory import Evidence, Segment, Step, Timing
@@ -188,7 +188,7 @@ def test_a_step_with_a_character_span_gets_the_exact_tokens_of_those_characters(
 
 
 def test_strict_step_spans_need_every_segment_s_ids(tiny_tokenizer: Any) -> None:
-    from evigraph.graphs.assembly import with_token_spans
+    from evigraph.graphs.kit.assembly import with_token_spans
 
     segments = [Segment(origin="prompt", role="user", text="q"), Segment(origin="policy", text="a")]
     steps = [Step(index=0, kind="answer", text="a", segment_index=1)]

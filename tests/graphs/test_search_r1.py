@@ -12,7 +12,7 @@ import pytest
 from evigraph.agents.search_r1.schemas import SearchR1Config
 from evigraph.agents.search_r1.steps import steps_from_text
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.search_r1 import build_search_r1_graph
 from evigraph.trajectory import Evidence
 

@@ -1,8 +1,8 @@
-"""The graph, on evigraph's one-turn kit (:mod:`evigraph.graphs.one_turn`): ``render_prompt`` → ``generate`` (one
+"""The graph, on evigraph's one-turn kit (:mod:`evigraph.graphs.kit.one_turn`): ``render_prompt`` → ``generate`` (one
 policy turn) → ``parse`` (the verdict) → ``finish`` (trajectory, reward).
 
 The kit supplies the run's generator, sampling and token budget (LangGraph's run context, a
-:class:`~evigraph.graphs.context.RunContext`), backend failures as data, timing and the assembly; the agent says
+:class:`~evigraph.graphs.kit.context.RunContext`), backend failures as data, timing and the assembly; the agent says
 only what is its own: the prompt, the stop string, how the reply is read and what the trajectory records.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.context import RunScope
-from evigraph.graphs.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
+from evigraph.graphs.kit.context import RunScope
+from evigraph.graphs.kit.one_turn import OneTurnAgent, OneTurnState, build_one_turn_graph
 from evigraph.trajectory import Segment
 from passage_check.prompts import prompt
 from passage_check.protocol import PROTOCOL

@@ -15,7 +15,7 @@ from evigraph.agents.rag_zeval.prompts import assign_letters, reply_schema, show
 from evigraph.agents.rag_zeval.schemas import RagZevalConfig
 from evigraph.generators.scripted import ScriptedGenerator
 from evigraph.generators.types import Continuation, SamplingParams
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.rag_zeval import build_rag_zeval_graph
 from evigraph.trajectory import Segment
 

@@ -14,7 +14,7 @@ import pytest
 from evigraph.agents.rlseek.decoding import BACKED, CONTRADICTED, detection_guide
 from evigraph.agents.rlseek.schemas import RLSeekConfig
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.rlseek import build_rlseek_graph
 from tests.doubles import GuidedScripted
 

@@ -13,7 +13,7 @@ import pytest
 from evigraph.agents.seva.rewards import process_reward
 from evigraph.agents.seva.schemas import SevaConfig
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.seva import build_seva_graph
 from tests.doubles import JsonGuidedScripted
 

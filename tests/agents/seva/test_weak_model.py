@@ -14,7 +14,7 @@ import pytest
 from evigraph.agents.seva.decoding import claim_pieces, source_pieces, verdict_schema
 from evigraph.agents.seva.prompts import show
 from evigraph.agents.seva.schemas import SevaConfig
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.seva import build_seva_graph
 from tests.doubles import JsonGuidedScripted, fits_json_guide
 

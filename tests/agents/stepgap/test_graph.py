@@ -11,7 +11,7 @@ import pytest
 
 from evigraph.agents.stepgap.scoring import REWARD, StepGapRewardOptions
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.stepgap import build_stepgap_graph
 from tests.agents.stepgap.doubles import ENTAIL, FakeNLI, judge_by_step, judgement
 from tests.graphs.test_search_r1 import QUESTION, TURNS, DictSearch

@@ -9,7 +9,7 @@ from typing import Any
 
 from evigraph.agents.stepgap.schemas import StepGapConfig
 from evigraph.generators.scripted import ScriptedGenerator
-from evigraph.graphs.context import RunContext
+from evigraph.graphs.kit.context import RunContext
 from evigraph.graphs.stepgap import build_stepgap_graph
 from evigraph.graphs.stepgap_repair import build_repair_graph
 from evigraph.trajectory import Evidence

@@ -4,7 +4,7 @@ finish, with one protocol-specific :class:`LoopPolicy` deciding the words and th
 Nodes: ``start`` (the prompt) → ``generate`` (one policy turn: token budget, optional grammar, the turn's
 classification) → ``retrieve`` (the search, an information block) or ``note`` (a corrective note) → back to
 ``generate``; a finishing turn goes to ``finish`` (the policy's conclusion, then
-:func:`~evigraph.graphs.assembly.assemble_trajectory`). A graph without search (Veri-R1 offline) is
+:func:`~evigraph.graphs.kit.assembly.assemble_trajectory`). A graph without search (Veri-R1 offline) is
 ``start → generate → finish``.
 
 The loop owns what every such agent shares -- the whole-sequence budget (:func:`~evigraph.tokens.plan_turn`),
@@ -32,8 +32,8 @@ from typing_extensions import TypedDict
 
 from evigraph.generators.base import Generator
 from evigraph.generators.types import Guide, SamplingParams
-from evigraph.graphs.assembly import assemble_trajectory
-from evigraph.graphs.context import RunContext, RunScope
+from evigraph.graphs.kit.assembly import assemble_trajectory
+from evigraph.graphs.kit.context import RunContext, RunScope
 from evigraph.protocol.actions import TurnAction, normalize_query
 from evigraph.rewards import AgentReward
 from evigraph.text_budget import truncate_to_tokens

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from evigraph.errors import ConfigError, TokenContractError
-from evigraph.graphs.context import RunScope
+from evigraph.graphs.kit.context import RunScope
 from evigraph.rewards import AgentReward
 from evigraph.tokens import TokenOffsets
 from evigraph.trajectory import RewardComponent, Segment, Step, Timing, Trajectory, TrajectoryError, segment_spans

@@ -4,7 +4,7 @@
 An agent describes itself as a :class:`OneTurnAgent` -- its prompt, the turn's protocol fields (stop strings, a
 guide), how it reads the reply, when a reply earns a repair note, its steps, the inputs its trajectory records
 and its reward -- and :func:`build_one_turn_graph` supplies the rest the same way for all of them: the run's
-generator, sampling and token budget (:class:`~evigraph.graphs.context.RunScope`), the budget-capped turn, backend
+generator, sampling and token budget (:class:`~evigraph.graphs.kit.context.RunScope`), the budget-capped turn, backend
 failures as data, timing, and the assembly (exact token ids, step spans, the reward when a gold answer is given).
 RLSeek, SEVA and RAG-Zeval are three such agents; so is the plug-in example.
 
@@ -27,8 +27,8 @@ from pydantic import BaseModel
 
 from evigraph.generators.base import Generator
 from evigraph.generators.types import SamplingParams
-from evigraph.graphs.assembly import answer_step, assemble_trajectory
-from evigraph.graphs.context import RunContext, RunScope, TurnsState, timing_of
+from evigraph.graphs.kit.assembly import answer_step, assemble_trajectory
+from evigraph.graphs.kit.context import RunContext, RunScope, TurnsState, timing_of
 from evigraph.rewards import AgentReward
 from evigraph.trajectory import Segment, Step, last_policy_turn
 
