@@ -30,13 +30,14 @@ REBUILD = "OMP_NUM_THREADS=1 .venv/bin/python tests/training/world_warm_start.py
 
 
 def fingerprint(prepared: world_job.Prepared) -> str:
-    """What the warm start depends on: the world's run settings, the policy's shape, the seed, the tokenizer and
-    every demonstration (token ids and weights)."""
+    """What the warm start depends on: the world's run settings, the policy's shape, the seed, the tokenizer's
+    vocabulary and every demonstration (token ids and weights)."""
     digest = hashlib.sha256()
     digest.update(prepared.run.model_dump_json().encode())
     digest.update(world_job.SMALL_POLICY.model_dump_json().encode())
     digest.update(str(SEED).encode())
-    digest.update(prepared.tokenizer.backend_tokenizer.to_str().encode())
+    # The vocabulary itself, not the tokenizer's serialised form (which a tokenizers release may change).
+    digest.update(json.dumps(sorted(prepared.tokenizer.get_vocab().items())).encode())
     for ids, weights in prepared.demonstrations:
         digest.update(json.dumps([list(ids), list(weights)]).encode())
     return digest.hexdigest()
