@@ -36,6 +36,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return environment
 
 
+def _default_sigint() -> None:
+    """In the child, before Python starts: SIGINT back to its default action. A suite started in the background
+    (``nohup ... &``) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so the
+    signal would do nothing and the test would measure how pytest was started, not evigraph."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _crash_files(*folders: Path) -> list[Path]:
     return [p for folder in folders for p in folder.rglob("hs_err_pid*.log")]
 
@@ -62,6 +69,7 @@ def test_a_signal_mid_generation_stops_the_process_promptly(
         process = subprocess.Popen(
             [sys.executable, str(REPRO), "signal", str(tiny_llama_dir)],
             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_default_sigint,
         )  # fmt: skip
         assert process.stdout is not None
         while "ready" not in (line := process.stdout.readline()):
