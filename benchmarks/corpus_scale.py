@@ -68,6 +68,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lean_http import Connection, uvicorn_subprocess  # a sibling script (this folder is on sys.path)
+
 K = 3
 GROUP = 3
 ABBREVIATIONS = ("Dr.", "U.S.", "c.", "St.", "Mr.", "Inc.")
@@ -259,61 +261,13 @@ def phase_search(corpus: Path, queries: list[str], threads: int, repeat: int) ->
     }
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection, as lean as a client gets (the idea of ``serve_load.Connection``: a
-    client library would spend more CPU per request than the server, on the server's cores): ``POST`` a JSON body,
-    read the status and the ``Content-Length`` body; reconnects when the server closes."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        if self.streams is None:
-            self.streams = await asyncio.open_connection("127.0.0.1", self.port)
-        reader, writer = self.streams
-        try:
-            head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            await writer.drain()
-            lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            headers = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
-            payload = await reader.readexactly(int(headers["content-length"]))
-        except Exception:
-            self.close()
-            raise
-        if headers.get("connection") == "close":
-            self.close()
-        return int(lines[0].split()[1]), payload
-
-    def close(self) -> None:
-        if self.streams is not None:
-            self.streams[1].close()
-            self.streams = None
-
-
 @contextlib.contextmanager
 def _corpus_server(corpus: Path, threads: int) -> Iterator[tuple[int, int]]:
     """``evigraph corpus serve`` on a free loopback port (the system picks it); yields (port, pid)."""
-    with tempfile.TemporaryDirectory() as folder:
-        log = Path(folder) / "serve.log"
-        with log.open("w") as stderr:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "evigraph.cli.app", "corpus", "serve", str(corpus), "--host", "127.0.0.1",
-                 "--port", "0", "--topk", str(K), "--threads", str(threads)],
-                stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, "OMP_NUM_THREADS": "1"},
-            )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 300
-            while "Uvicorn running on" not in (text := log.read_text(errors="replace")):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"evigraph corpus serve did not start:\n{text[-4000:]}")
-                time.sleep(0.05)
-            line = next(x for x in text.splitlines() if "Uvicorn running on" in x)
-            yield int(line.rsplit(":", 1)[1].split()[0]), process.pid
-        finally:
-            process.terminate()
-            process.wait(60)
+    argv = [sys.executable, "-m", "evigraph.cli.app", "corpus", "serve", str(corpus), "--host", "127.0.0.1",
+            "--port", "0", "--topk", str(K), "--threads", str(threads)]  # fmt: skip
+    with uvicorn_subprocess(argv, name="evigraph corpus serve", timeout_s=300) as found:
+        yield found
 
 
 def _peak_rss_of(pid: int) -> float:
@@ -333,7 +287,7 @@ async def _http_load(port: int, queries: list[str], clients: int, seconds: float
     stop = time.perf_counter() + seconds
 
     async def client() -> None:
-        connection = Connection(port)
+        connection = Connection("127.0.0.1", port)
         try:
             while time.perf_counter() < stop:
                 body = bodies[next(turn) % len(bodies)]
@@ -382,7 +336,8 @@ def phase_retrieve(corpus: Path, queries: list[str], threads: int, clients: int,
     with _corpus_server(corpus, threads) as (port, pid):
         # The same hits over HTTP as in-process, before any timing.
         sample = queries[:50]
-        status, payload = asyncio.run(Connection(port).post("/retrieve", json.dumps({"queries": sample}).encode()))
+        body = json.dumps({"queries": sample}).encode()
+        status, payload = asyncio.run(Connection("127.0.0.1", port).post("/retrieve", body))
         assert status == 200, payload[:500]
         remote = [[doc["id"] for doc in hits] for hits in json.loads(payload)["result"]]
         assert remote == [[e.id for e in hits] for hits in tool.batch_search(sample, K)], "HTTP and in-process differ"

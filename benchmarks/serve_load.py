@@ -33,7 +33,6 @@ import math
 import operator
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lean_http import Connection, uvicorn_subprocess  # a sibling script (this folder is on sys.path)
 
 from evigraph.embed.verifier import Verifier
 from evigraph.generators.scripted import ScriptedGenerator
@@ -152,24 +153,10 @@ def server(*, clients: int, seconds: float, latency: float) -> Iterator[tuple[st
         replies = Path(folder) / "replies.json"
         needed = math.ceil(clients * (seconds + 10) / latency * 1.2)
         replies.write_text(json.dumps({"replies": [REPLY] * needed, "delay_s": latency}), encoding="utf-8")
-        log = Path(folder) / "serve.log"
-        with log.open("w") as stderr:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "evigraph.cli.app", "serve", "--agent", "seva", "--model",
-                 f"scripted:{replies}", "--port", "0", "--max-concurrency", str(clients)],
-                stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, "OMP_NUM_THREADS": "1"},
-            )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 120
-            while "Uvicorn running on" not in log.read_text():
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"evigraph serve did not start:\n{log.read_text()}")
-                time.sleep(0.05)
-            line = next(x for x in log.read_text().splitlines() if "Uvicorn running on" in x)
-            yield "http://127.0.0.1:" + line.rsplit(":", 1)[1].split()[0], process.pid
-        finally:
-            process.terminate()
-            process.wait(60)
+        argv = [sys.executable, "-m", "evigraph.cli.app", "serve", "--agent", "seva", "--model", f"scripted:{replies}",
+                "--port", "0", "--max-concurrency", str(clients)]  # fmt: skip
+        with uvicorn_subprocess(argv, name="evigraph serve") as (port, pid):
+            yield f"http://127.0.0.1:{port}", pid
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -179,39 +166,6 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection, as lean as a client gets (httpx spends more CPU per request than the
-    server on this path, and the clients share the machine with the server): ``POST`` a JSON body, read the
-    status and the ``Content-Length`` body; reconnects when the server closes."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        if self.streams is None:
-            self.streams = await asyncio.open_connection(self.host, self.port)
-        reader, writer = self.streams
-        try:
-            head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
-            writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            await writer.drain()
-            lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            headers = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
-            payload = await reader.readexactly(int(headers["content-length"]))
-        except Exception:
-            self.close()
-            raise
-        if headers.get("connection") == "close":
-            self.close()
-        return int(lines[0].split()[1]), payload
-
-    def close(self) -> None:
-        if self.streams is not None:
-            self.streams[1].close()
-            self.streams = None
 
 
 def http_peer(url: str, clients: int) -> tuple[Callable[[], Awaitable[str | None]], list[Connection]]:
