@@ -102,9 +102,8 @@ def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The project's shared data sits beside the repository (../shared/data).
     default_data = Path(__file__).resolve().parents[2] / "shared" / "data" / "veri-r1-claim-verification"
-    if not default_data.is_dir():
-        default_data = Path("/work/shared/data/veri-r1-claim-verification")
     parser.add_argument("--data", type=Path, default=default_data)
     parser.add_argument("--encode", type=int, default=2000, help="real entries encoded (speed, and synthesis seed)")
     parser.add_argument("--queries", type=int, default=500)

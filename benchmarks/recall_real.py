@@ -70,9 +70,8 @@ def score(hits: Sequence[Sequence[str]], claims: Sequence[tuple[str, frozenset[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The project's shared data sits beside the repository (../shared/data).
     default_data = Path(__file__).resolve().parents[2] / "shared" / "data" / "veri-r1-claim-verification"
-    if not default_data.is_dir():
-        default_data = Path("/work/shared/data/veri-r1-claim-verification")
     parser.add_argument("--data", type=Path, default=default_data)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temp folder per encoder)")
     parser.add_argument("--dense", default="minilm", help="encoder preset (e5-base-v2 needs the hub or PRESET:DIR)")
