@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ("DOCS", "tiny_dense_corpus")
+__all__ = ("DOCS", "assert_searches_like", "record_open_search", "tiny_dense_corpus")
 
 DOCS = [
     {
@@ -45,3 +46,29 @@ def tiny_dense_corpus(factory: pytest.TempPathFactory) -> Path:
         build_corpus(source, root / "built", dense="minilm")
         _BUILT["tiny"] = root / "built"
     return _BUILT["tiny"]
+
+
+def record_open_search(monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[dict[str, Any], Any]], Any]:
+    """``(calls, the real open_search)``: every ``open_search`` call from now on, as ``(keyword arguments, the tool
+    it opened)``; the real function still opens the tool."""
+    from evigraph.tools import search as search_module
+
+    real = search_module.open_search
+    opened: list[tuple[dict[str, Any], Any]] = []
+
+    def recorded(**kwargs: Any) -> Any:
+        tool = real(**kwargs)
+        opened.append((kwargs, tool))
+        return tool
+
+    monkeypatch.setattr(search_module, "open_search", recorded)
+    return opened, real
+
+
+def assert_searches_like(tool: Any, direct: Any) -> None:
+    """``tool`` ranks two queries exactly as ``direct``, a search tool opened directly (ids and scores)."""
+    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
+    expected = direct.batch_search(queries, 3)
+    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
+        [(h.id, h.score) for h in hits] for hits in expected
+    ]

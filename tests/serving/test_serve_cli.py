@@ -241,25 +241,12 @@ def test_the_served_agents_search_the_corpus_by_the_retrieval_named(
 ) -> None:
     from evigraph.generators.scripted import ScriptedGenerator
     from evigraph.serving.app import build_verifiers
-    from evigraph.tools import search as search_module
-    from tests.corpora.dense_corpus import tiny_dense_corpus
+    from tests.corpora.dense_corpus import assert_searches_like, record_open_search, tiny_dense_corpus
 
     corpus = str(tiny_dense_corpus(tmp_path_factory))
-    real_open_search = search_module.open_search
-    opened: list[tuple[dict[str, Any], Any]] = []
-
-    def recorded(**kwargs: Any) -> Any:
-        tool = real_open_search(**kwargs)
-        opened.append((kwargs, tool))
-        return tool
-
-    monkeypatch.setattr(search_module, "open_search", recorded)
+    opened, real_open_search = record_open_search(monkeypatch)
     settings = ServeSettings(agents=("veri-r1",), corpus=corpus, retrieval="hybrid")
     assert list(build_verifiers(settings, model=ScriptedGenerator([]))) == ["veri-r1"]
     ((kwargs, tool),) = opened
     assert kwargs == {"corpus": corpus, "retrieval": "hybrid"}
-    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
-    direct = real_open_search(corpus=corpus, retrieval="hybrid").batch_search(queries, 3)
-    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
-        [(h.id, h.score) for h in hits] for hits in direct
-    ]
+    assert_searches_like(tool, real_open_search(corpus=corpus, retrieval="hybrid"))

@@ -413,17 +413,10 @@ def test_the_trl_engine_searches_the_corpus_in_process_by_the_runs_retrieval(
     dense_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from evigraph.cli.app import run
-    from evigraph.tools import search as search_module
     from evigraph.training import trl_engine
+    from tests.corpora.dense_corpus import assert_searches_like, record_open_search
 
-    real_open_search = search_module.open_search
-    opened: list[tuple[dict[str, Any], Any]] = []
-
-    def recorded(**kwargs: Any) -> Any:
-        tool = real_open_search(**kwargs)
-        opened.append((kwargs, tool))
-        return tool
-
+    opened, real_open_search = record_open_search(monkeypatch)
     stages: list[Any] = []
 
     def no_training(config: Any, executor: Any, **kwargs: Any) -> trl_engine.StageResult:
@@ -432,7 +425,6 @@ def test_the_trl_engine_searches_the_corpus_in_process_by_the_runs_retrieval(
             global_step=0, max_steps=1, resumed_from=None, checkpoint=None, model_dir=None, log_history=[]
         )
 
-    monkeypatch.setattr(search_module, "open_search", recorded)
     monkeypatch.setattr(trl_engine, "train_stage", no_training)
     args = ["train", "veri-r1", "--engine", "trl", "--model", "m", "--data", str(_repeating_file(tmp_path)),
             "--out", str(tmp_path / "run"), "--corpus", str(dense_corpus), "--retrieval", "hybrid",
@@ -441,8 +433,4 @@ def test_the_trl_engine_searches_the_corpus_in_process_by_the_runs_retrieval(
     assert [(c.corpus, c.retriever_url, c.retrieval) for c in stages] == [(str(dense_corpus), None, "hybrid")]
     ((kwargs, tool),) = opened
     assert kwargs == {"corpus": str(dense_corpus), "retriever_url": None, "retrieval": "hybrid"}
-    queries = ["when was the lighthouse first lit", "snake that squeezes its prey"]
-    direct = real_open_search(corpus=str(dense_corpus), retrieval="hybrid").batch_search(queries, 3)
-    assert [[(h.id, h.score) for h in hits] for hits in tool.batch_search(queries, 3)] == [
-        [(h.id, h.score) for h in hits] for hits in direct
-    ]
+    assert_searches_like(tool, real_open_search(corpus=str(dense_corpus), retrieval="hybrid"))
